@@ -1,0 +1,103 @@
+// tessera: one command line for the simulator (and, as it grows, the compiler).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "cli/bench.h"
+#include "compiler/lower/patterns.h"
+#include "sim/common/error.h"
+#include "sim/results/results.h"
+#include "sim/simulate.h"
+
+namespace {
+
+using tessera::Json;
+
+void write_json(const std::string& path, const Json& j) {
+  std::ofstream out(path);
+  if (!out) throw tessera::Error(fmt::format("{}: cannot write file", path));
+  out << j.dump(2) << "\n";
+  if (!out) throw tessera::Error(fmt::format("{}: write failed", path));
+}
+
+int simulate_cmd(const std::string& config, const std::string& program, const std::string& out,
+                 const std::string& trace, bool quiet) {
+  namespace sim = tessera::sim;
+  const sim::Config cfg = sim::load_config(config);
+  const sim::Program prog = sim::load_program(program, cfg);
+  sim::SimOptions opt;
+  opt.trace_path = trace;
+  const sim::SimOutcome o = sim::simulate(cfg, prog, opt);
+  if (!out.empty()) write_json(out, o.results);
+  if (!quiet) fmt::print("{}", sim::format_summary(o.results));
+  if (!out.empty() && !quiet) fmt::print("results written to {}\n", out);
+  if (!trace.empty() && !quiet) fmt::print("trace written to {} (open in https://ui.perfetto.dev)\n", trace);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: cycle-level simulator of many-core AI chips (SystemC), with the compiler "
+               "that maps models onto them"};
+  app.require_subcommand(1);
+
+  auto* sim_cmd = app.add_subcommand("simulate", "run a program on a hardware config");
+  std::string config, program, out, trace;
+  bool quiet = false;
+  sim_cmd->add_option("--config", config, "hardware config JSON (docs/config.md)")->required();
+  sim_cmd->add_option("--program", program, "program JSON (docs/program.md)")->required();
+  sim_cmd->add_option("--out", out, "write the results JSON here (docs/results.md)");
+  sim_cmd->add_option("--trace", trace, "write a Chrome trace-event JSON here (off by default)");
+  sim_cmd->add_flag("--quiet", quiet, "print nothing on success");
+
+  auto* gen = app.add_subcommand("gen", "generate a program for a communication pattern");
+  gen->require_subcommand(1);
+  std::string gen_out;
+  tessera::compiler::RingShiftSpec ring;
+  auto* gen_ring = gen->add_subcommand("ring", "compute-shift ring: compute, send to next, recv, sync");
+  gen_ring->add_option("--cores", ring.cores, "cores in the ring")->capture_default_str();
+  gen_ring->add_option("--first-core", ring.first_core, "first core id")->capture_default_str();
+  gen_ring->add_option("--steps", ring.steps, "compute-shift steps")->capture_default_str();
+  gen_ring->add_option("--bytes", ring.shift_bytes, "bytes shifted per step")->capture_default_str();
+  gen_ring->add_option("--m", ring.m, "matmul rows per step")->capture_default_str();
+  gen_ring->add_option("--k", ring.k, "matmul reduction extent")->capture_default_str();
+  gen_ring->add_option("--n", ring.n, "matmul columns")->capture_default_str();
+  gen_ring->add_option("--dtype", ring.dtype, "int8, fp16, fp32 or int32")->capture_default_str();
+  gen_ring->add_option("--out", gen_out, "output file (default: stdout)");
+  tessera::compiler::AllToAllSpec a2a;
+  auto* gen_a2a = gen->add_subcommand("all-to-all", "every core sends to every other core");
+  gen_a2a->add_option("--cores", a2a.cores, "cores")->capture_default_str();
+  gen_a2a->add_option("--bytes", a2a.bytes, "bytes per pair")->capture_default_str();
+  gen_a2a->add_option("--out", gen_out, "output file (default: stdout)");
+
+  auto* bench = app.add_subcommand("bench", "benchmarks that print speed figures");
+  bench->require_subcommand(1);
+  tessera::cli::BenchOptions bopt;
+  auto* bench_sim = bench->add_subcommand("sim", "simulation speed vs a bare SystemC loop");
+  bench_sim->add_option("--config", bopt.config, "exchange chip config")->capture_default_str();
+  bench_sim->add_option("--mesh-config", bopt.mesh_config, "mesh chip config")->capture_default_str();
+  bench_sim->add_option("--steps", bopt.steps, "compute-shift steps")->capture_default_str();
+  bench_sim->add_option("--cores", bopt.cores, "ring cores (0: all of the config)")->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet);
+    if (gen_ring->parsed() || gen_a2a->parsed()) {
+      Json p = gen_ring->parsed() ? tessera::compiler::ring_shift_program(ring)
+                                  : tessera::compiler::all_to_all_program(a2a);
+      if (gen_out.empty()) fmt::print("{}\n", p.dump(2));
+      else write_json(gen_out, p);
+      return 0;
+    }
+    if (bench_sim->parsed()) {
+      tessera::cli::bench_sim(bopt);
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tessera: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

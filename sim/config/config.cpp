@@ -1,0 +1,193 @@
+#include "sim/config/config.h"
+
+#include <fmt/format.h>
+
+#include "sim/common/error.h"
+
+namespace tessera::sim {
+
+namespace {
+
+constexpr const char* kVecOpNames[kVecOps] = {"add",  "sub",  "mul", "div",  "max",
+                                              "relu", "gelu", "exp", "copy", "rsqrt"};
+// Default cycles per lane group: simple ALU ops issue every cycle, transcendental ones take a
+// short microcoded sequence (assumption; calibrate against the target).
+constexpr Cycles kDefaultVecCycles[kVecOps] = {1, 1, 1, 4, 1, 1, 8, 4, 1, 4};
+
+void require(bool ok, const JsonReader& r, const std::string& key, const std::string& msg) {
+  if (!ok) r.fail(key, msg);
+}
+
+MatrixUnitConfig parse_matrix(const JsonReader& r) {
+  MatrixUnitConfig m;
+  m.tile_m = static_cast<std::uint32_t>(r.u64("tile_m", m.tile_m));
+  m.tile_n = static_cast<std::uint32_t>(r.u64("tile_n", m.tile_n));
+  m.tile_k = static_cast<std::uint32_t>(r.u64("tile_k", m.tile_k));
+  for (const char* k : {"tile_m", "tile_n", "tile_k"})
+    require(r.u64(k, 1) >= 1 && r.u64(k, 1) <= 4096, r, k, "expected 1..4096");
+  JsonReader macs = r.object("macs_per_cycle");
+  const Json& obj = r.value("macs_per_cycle");
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    Dtype d;
+    if (!parse_dtype(it.key(), d))
+      macs.fail(it.key(), "not a dtype (expected int8, fp16, fp32 or int32)");
+    std::uint64_t v = macs.u64(it.key());
+    require(v >= 1, macs, it.key(), "expected at least 1 MAC per cycle");
+    m.macs_per_cycle[d] = static_cast<std::uint32_t>(v);
+  }
+  if (m.macs_per_cycle.empty()) r.fail("macs_per_cycle", "expected at least one dtype");
+  m.pipeline_fill_cycles = r.u64("pipeline_fill_cycles", m.pipeline_fill_cycles);
+  m.issue_cycles = r.u64("issue_cycles", m.issue_cycles);
+  r.reject_unknown_keys();
+  return m;
+}
+
+VectorUnitConfig parse_vector(const JsonReader& r) {
+  VectorUnitConfig v;
+  v.lanes = static_cast<std::uint32_t>(r.u64("lanes", v.lanes));
+  require(v.lanes >= 1, r, "lanes", "expected at least 1 lane");
+  v.issue_cycles = r.u64("issue_cycles", v.issue_cycles);
+  for (int i = 0; i < kVecOps; ++i) v.op_cycles[i] = kDefaultVecCycles[i];
+  if (r.has("op_cycles")) {
+    JsonReader ops = r.object("op_cycles");
+    const Json& obj = r.value("op_cycles");
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      auto op = parse_vec_op(it.key());
+      if (!op) ops.fail(it.key(), "not a vector operation (expected add, sub, mul, div, max, "
+                                  "relu, gelu, exp, copy or rsqrt)");
+      std::uint64_t c = ops.u64(it.key());
+      require(c >= 1, ops, it.key(), "expected at least 1 cycle");
+      v.op_cycles[static_cast<int>(*op)] = c;
+    }
+  }
+  r.reject_unknown_keys();
+  return v;
+}
+
+CoreConfig parse_core(const JsonReader& r) {
+  CoreConfig c;
+  c.sram_bytes = r.u64("sram_bytes");
+  require(c.sram_bytes > 0, r, "sram_bytes", "expected a positive size");
+  c.sram_read_bytes_per_cycle = r.positive("sram_read_bytes_per_cycle", c.sram_read_bytes_per_cycle);
+  c.sram_write_bytes_per_cycle =
+      r.positive("sram_write_bytes_per_cycle", c.sram_write_bytes_per_cycle);
+  c.matrix = parse_matrix(r.object("matrix"));
+  static const Json kEmpty = Json::object();
+  c.vector = parse_vector(r.has("vector") ? r.object("vector")
+                                          : JsonReader(kEmpty, r.what(), r.where("vector"), 'c'));
+  // Design rule: the vector unit is never starved by the scratchpad (two 4-byte operands in and
+  // one out per lane per cycle), so vector timing is purely lane-bound. Say so if a config breaks it.
+  if (2.0 * c.vector.lanes * 4 > c.sram_read_bytes_per_cycle)
+    r.fail("sram_read_bytes_per_cycle",
+           fmt::format("must be at least 8 x vector.lanes = {} so the vector unit can read two "
+                       "32-bit operands per lane per cycle",
+                       8 * c.vector.lanes));
+  if (4.0 * c.vector.lanes > c.sram_write_bytes_per_cycle)
+    r.fail("sram_write_bytes_per_cycle",
+           fmt::format("must be at least 4 x vector.lanes = {}", 4 * c.vector.lanes));
+  r.reject_unknown_keys();
+  return c;
+}
+
+ExchangeConfig parse_exchange(const JsonReader& r) {
+  ExchangeConfig e;
+  e.send_bytes_per_cycle = r.positive("send_bytes_per_cycle");
+  e.recv_bytes_per_cycle = r.positive("recv_bytes_per_cycle");
+  e.latency_cycles = r.u64("latency_cycles");
+  r.reject_unknown_keys();
+  return e;
+}
+
+MeshConfig parse_mesh(const JsonReader& r, std::uint32_t cores) {
+  MeshConfig m;
+  m.rows = static_cast<std::uint32_t>(r.u64("rows"));
+  m.cols = static_cast<std::uint32_t>(r.u64("cols"));
+  if (std::uint64_t(m.rows) * m.cols != cores)
+    r.fail("rows", fmt::format("rows x cols = {} x {} = {} but chip.cores is {}", m.rows, m.cols,
+                               std::uint64_t(m.rows) * m.cols, cores));
+  m.torus = r.boolean("torus", m.torus);
+  m.link_bytes_per_cycle = r.positive("link_bytes_per_cycle");
+  m.ni_bytes_per_cycle = r.positive("ni_bytes_per_cycle", m.link_bytes_per_cycle);
+  m.link_latency_cycles = r.u64("link_latency_cycles", m.link_latency_cycles);
+  m.router_latency_cycles = r.u64("router_latency_cycles", m.router_latency_cycles);
+  m.packet_bytes = r.u64("packet_bytes", m.packet_bytes);
+  require(m.packet_bytes >= 1, r, "packet_bytes", "expected at least 1 byte");
+  m.buffer_bytes = r.u64("buffer_bytes", m.buffer_bytes);
+  require(m.buffer_bytes >= m.packet_bytes, r, "buffer_bytes",
+          fmt::format("must hold at least one packet ({} bytes)", m.packet_bytes));
+  m.gateway_core = static_cast<std::uint32_t>(r.u64("gateway_core", 0));
+  require(m.gateway_core < cores, r, "gateway_core", fmt::format("expected < {}", cores));
+  r.reject_unknown_keys();
+  return m;
+}
+
+OffchipConfig parse_offchip(const JsonReader& r) {
+  OffchipConfig o;
+  o.channels = static_cast<std::uint32_t>(r.u64("channels", o.channels));
+  require(o.channels >= 1 && o.channels <= 1024, r, "channels", "expected 1..1024");
+  o.channel_bytes_per_cycle = r.positive("channel_bytes_per_cycle");
+  o.latency_cycles = r.u64("latency_cycles");
+  o.capacity_bytes = r.u64("capacity_bytes");
+  r.reject_unknown_keys();
+  return o;
+}
+
+SystemConfig parse_system(const JsonReader& r) {
+  SystemConfig s;
+  s.chips = static_cast<std::uint32_t>(r.u64("chips", 1));
+  require(s.chips >= 1 && s.chips <= 64, r, "chips", "expected 1..64");
+  std::string topo = r.string("topology", "ring");
+  if (topo == "ring") s.topology = Topology::Ring;
+  else if (topo == "fully_connected") s.topology = Topology::FullyConnected;
+  else r.fail("topology", fmt::format("expected \"ring\" or \"fully_connected\", got \"{}\"", topo));
+  s.link_bytes_per_cycle = r.positive("link_bytes_per_cycle", s.link_bytes_per_cycle);
+  s.link_latency_cycles = r.u64("link_latency_cycles", s.link_latency_cycles);
+  s.sync_latency_cycles = r.u64("sync_latency_cycles", s.sync_latency_cycles);
+  s.packet_bytes = r.u64("packet_bytes", s.packet_bytes);
+  require(s.packet_bytes >= 1, r, "packet_bytes", "expected at least 1 byte");
+  s.buffer_bytes = r.u64("buffer_bytes", s.buffer_bytes);
+  require(s.buffer_bytes >= s.packet_bytes, r, "buffer_bytes",
+          fmt::format("must hold at least one packet ({} bytes)", s.packet_bytes));
+  r.reject_unknown_keys();
+  return s;
+}
+
+}  // namespace
+
+const char* vec_op_name(VecOp op) { return kVecOpNames[static_cast<int>(op)]; }
+
+std::optional<VecOp> parse_vec_op(const std::string& name) {
+  for (int i = 0; i < kVecOps; ++i)
+    if (name == kVecOpNames[i]) return static_cast<VecOp>(i);
+  return std::nullopt;
+}
+
+Config parse_config(const Json& json, const std::string& what) {
+  JsonReader r(json, what, "", 'c');
+  Config c;
+  c.name = r.string("name");
+  c.description = r.string("description", "");
+  c.clock_ghz = r.positive("clock_ghz");
+  JsonReader chip = r.object("chip");
+  c.chip.cores = static_cast<std::uint32_t>(chip.u64("cores"));
+  require(c.chip.cores >= 1 && c.chip.cores <= (1u << 20), chip, "cores", "expected 1..1048576");
+  c.chip.core = parse_core(chip.object("core"));
+  if (chip.has("exchange") == chip.has("mesh"))
+    chip.fail("exchange", "exactly one of chip.exchange and chip.mesh must be given");
+  if (chip.has("exchange")) c.chip.exchange = parse_exchange(chip.object("exchange"));
+  if (chip.has("mesh")) c.chip.mesh = parse_mesh(chip.object("mesh"), c.chip.cores);
+  {
+    JsonReader s = chip.object("sync");
+    c.chip.sync.latency_cycles = s.u64("latency_cycles");
+    s.reject_unknown_keys();
+  }
+  c.chip.offchip = parse_offchip(chip.object("offchip"));
+  chip.reject_unknown_keys();
+  if (r.has("system")) c.system = parse_system(r.object("system"));
+  r.reject_unknown_keys();
+  return c;
+}
+
+Config load_config(const std::string& path) { return parse_config(read_json_file(path), path); }
+
+}  // namespace tessera::sim

@@ -1,0 +1,110 @@
+#pragma once
+// The hardware description: one typed struct per component, parsed and validated in config.cpp
+// (the only place that reads config JSON). Units are in the field names; docs/config.md lists
+// every field with its default.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "sim/common/json_reader.h"
+#include "sim/common/types.h"
+
+namespace tessera::sim {
+
+// Vector-unit operations; cycles per group of `lanes` elements are configurable.
+enum class VecOp : std::uint8_t { Add, Sub, Mul, Div, Max, Relu, Gelu, Exp, Copy, Rsqrt };
+constexpr int kVecOps = 10;
+const char* vec_op_name(VecOp op);
+std::optional<VecOp> parse_vec_op(const std::string& name);
+
+struct MatrixUnitConfig {
+  std::uint32_t tile_m = 16, tile_n = 4, tile_k = 16;  // one block product per tile
+  std::map<Dtype, std::uint32_t> macs_per_cycle;       // dtypes absent here are unsupported
+  Cycles pipeline_fill_cycles = 8;                     // once per matmul: fill + drain
+  Cycles issue_cycles = 6;                             // once per matmul: set-up of the unit
+};
+
+struct VectorUnitConfig {
+  std::uint32_t lanes = 8;  // elements per cycle, any dtype
+  Cycles issue_cycles = 4;  // once per vector operation
+  std::array<Cycles, kVecOps> op_cycles{};  // cycles per lane group, indexed by VecOp
+};
+
+struct CoreConfig {
+  Bytes sram_bytes = 0;
+  double sram_read_bytes_per_cycle = 64;
+  double sram_write_bytes_per_cycle = 32;
+  MatrixUnitConfig matrix;
+  VectorUnitConfig vector;
+};
+
+// IPU-style exchange: any core to any core, each core's send and receive port is a bandwidth cap.
+struct ExchangeConfig {
+  double send_bytes_per_cycle = 4;
+  double recv_bytes_per_cycle = 4;
+  Cycles latency_cycles = 30;
+};
+
+// 2-D mesh or torus of routers, one core per router, dimension-order (X then Y) routing.
+struct MeshConfig {
+  std::uint32_t rows = 0, cols = 0;
+  bool torus = false;
+  double link_bytes_per_cycle = 32;
+  double ni_bytes_per_cycle = 32;  // core <-> router injection / ejection port
+  Cycles link_latency_cycles = 1;
+  Cycles router_latency_cycles = 2;
+  Bytes packet_bytes = 256;
+  Bytes buffer_bytes = 1024;  // input buffer per router port; whole packets
+  std::uint32_t gateway_core = 0;  // where cross-chip traffic leaves and enters the chip
+};
+
+struct SyncConfig {
+  Cycles latency_cycles = 118;
+};
+
+struct OffchipConfig {
+  std::uint32_t channels = 1;
+  double channel_bytes_per_cycle = 6;
+  Cycles latency_cycles = 1330;
+  Bytes capacity_bytes = 0;
+};
+
+enum class Topology : std::uint8_t { Ring, FullyConnected };
+
+// How several chips are joined. Cores of all chips form one global index space.
+struct SystemConfig {
+  std::uint32_t chips = 1;
+  Topology topology = Topology::Ring;
+  double link_bytes_per_cycle = 120;
+  Cycles link_latency_cycles = 300;
+  Cycles sync_latency_cycles = 1330;  // barrier over cores of more than one chip
+  Bytes packet_bytes = 1024;           // inter-chip packet
+  Bytes buffer_bytes = 8192;           // input buffer per inter-chip link
+};
+
+struct ChipConfig {
+  std::uint32_t cores = 0;
+  CoreConfig core;
+  std::optional<ExchangeConfig> exchange;  // exactly one of exchange / mesh
+  std::optional<MeshConfig> mesh;
+  SyncConfig sync;
+  OffchipConfig offchip;
+};
+
+struct Config {
+  std::string name;
+  std::string description;
+  double clock_ghz = 1.0;
+  ChipConfig chip;
+  SystemConfig system;
+
+  std::uint32_t total_cores() const { return chip.cores * system.chips; }
+  std::uint32_t chip_of(std::uint32_t core) const { return core / chip.cores; }
+};
+
+Config parse_config(const Json& json, const std::string& what);
+Config load_config(const std::string& path);
+
+}  // namespace tessera::sim

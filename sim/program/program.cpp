@@ -1,0 +1,383 @@
+#include "sim/program/program.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "sim/common/error.h"
+#include "sim/core/scratchpad.h"
+
+namespace tessera::sim {
+
+std::uint64_t Program::total_work_items() const {
+  std::uint64_t n = 0;
+  for (const auto& c : cores) n += c.work_items;
+  return n;
+}
+
+namespace {
+
+// Traffic and barrier counts gathered while reading, checked once every core is read.
+struct Tally {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::uint64_t, std::uint64_t>>
+      sends, recvs;  // (src, dst) -> (messages, bytes)
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> syncs;  // (group, core)
+};
+
+class CoreReader {
+ public:
+  CoreReader(const Config& cfg, Program& prog, Tally& tally, const std::string& what,
+             const std::unordered_map<std::string, std::uint32_t>& group_index,
+             const std::unordered_map<std::string, std::uint32_t>& tensor_index, CoreProgram& out)
+      : cfg_(cfg), prog_(prog), tally_(tally), what_(what), groups_(group_index),
+        tensors_(tensor_index), out_(out), pad_(out.core, cfg.chip.core.sram_bytes) {}
+
+  void read_items(const Json& items, const std::string& path, std::uint64_t multiplicity) {
+    if (!items.is_array())
+      throw ProgramError(fmt::format("{}: {}: expected an array of work items", what_, path));
+    for (std::size_t i = 0; i < items.size(); ++i)
+      read_item(items[i], fmt::format("{}[{}]", path, i), multiplicity);
+  }
+
+  void finish() { out_.peak_scratchpad_bytes = pad_.peak_bytes(); }
+
+ private:
+  [[noreturn]] void fail(const std::string& where, const std::string& msg) const {
+    throw ProgramError(fmt::format("{}: {}: core {}: {}", what_, where, out_.core, msg));
+  }
+
+  void emit(Op op, std::uint32_t arg, std::uint64_t value, const std::string& where,
+            std::uint64_t multiplicity, ComputeKind kind = ComputeKind::Matmul) {
+    Item it;
+    it.op = op;
+    it.kind = kind;
+    it.arg = arg;
+    it.value = value;
+    it.where = static_cast<std::uint32_t>(out_.where.size());
+    out_.where.push_back(where);
+    out_.code.push_back(it);
+    if (op != Op::LoopBegin && op != Op::LoopEnd) out_.work_items += multiplicity;
+  }
+
+  std::uint32_t peer(const JsonReader& r) const {
+    std::uint64_t p = r.u64("peer");
+    if (p >= cfg_.total_cores())
+      r.fail("peer", fmt::format("core {} does not exist (the config has {} cores)", p, cfg_.total_cores()));
+    if (p == out_.core) r.fail("peer", "a core cannot send to or receive from itself");
+    return static_cast<std::uint32_t>(p);
+  }
+
+  // Bytes moved by a send/recv/load/store: explicit, or the whole buffer.
+  Bytes transfer_bytes(const JsonReader& r, const std::string& where) const {
+    std::string buf = r.string("buffer");
+    Bytes size = pad_.size_of(buf, where);
+    Bytes bytes = r.u64("bytes", size);
+    if (bytes == 0) r.fail("bytes", "expected at least 1 byte");
+    if (bytes > size)
+      r.fail("bytes", fmt::format("{} bytes exceed buffer '{}' of {} bytes", bytes, buf, size));
+    return bytes;
+  }
+
+  void require_buffer(const std::string& buf, Bytes need, const std::string& where,
+                      const std::string& role) const {
+    Bytes size = pad_.size_of(buf, where);
+    if (size < need)
+      fail(where, fmt::format("{} buffer '{}' holds {} bytes but the operation needs {}", role, buf,
+                              size, need));
+  }
+
+  std::vector<std::string> names(const JsonReader& r, const std::string& key) const {
+    const Json& v = r.value(key);
+    std::vector<std::string> out;
+    if (!v.is_array()) r.fail(key, "expected an array of buffer names");
+    for (const auto& e : v) {
+      if (!e.is_string()) r.fail(key, "expected an array of buffer names");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+
+  void read_compute(const JsonReader& r, const std::string& where, std::uint64_t mult) {
+    const CoreConfig& core = cfg_.chip.core;
+    std::string kind = r.string("kind");
+    Dtype dtype;
+    std::string dname = r.string("dtype", "fp16");
+    if (!parse_dtype(dname, dtype))
+      r.fail("dtype", fmt::format("unknown dtype \"{}\" (expected int8, fp16, fp32 or int32)", dname));
+    const std::uint64_t s = dtype_bytes(dtype);
+    auto inputs = names(r, "inputs");
+    std::string output = r.string("output");
+    auto want_inputs = [&](std::size_t lo, std::size_t hi) {
+      if (inputs.size() < lo || inputs.size() > hi)
+        r.fail("inputs", fmt::format("'{}' takes {} input buffer(s), got {}", kind,
+                                     lo == hi ? fmt::format("{}", lo) : fmt::format("{} or {}", lo, hi),
+                                     inputs.size()));
+    };
+    auto positive = [&](const char* key) {
+      std::uint64_t v = r.u64(key);
+      if (v == 0) r.fail(key, "expected a positive extent");
+      return v;
+    };
+    Cycles cycles = 0;
+    ComputeKind ck;
+    if (kind == "matmul") {
+      ck = ComputeKind::Matmul;
+      MatmulShape sh;
+      sh.batch = r.u64("batch", 1);
+      if (sh.batch == 0) r.fail("batch", "expected a positive batch");
+      sh.m = positive("m");
+      sh.k = positive("k");
+      sh.n = positive("n");
+      if (!core.matrix.macs_per_cycle.count(dtype))
+        r.fail("dtype", fmt::format("the matrix unit of this config does not support {}", dname));
+      want_inputs(2, 2);
+      require_buffer(inputs[0], sh.batch * sh.m * sh.k * s, where, "input A");
+      require_buffer(inputs[1], sh.k * sh.n * s, where, "input B");
+      require_buffer(output, sh.batch * sh.m * sh.n * s, where, "output");
+      cycles = matmul_cycles(core, dtype, sh);
+    } else if (auto op = parse_vec_op(kind)) {
+      ck = ComputeKind::Elementwise;
+      std::uint64_t n = positive("elements");
+      bool binary = *op == VecOp::Add || *op == VecOp::Sub || *op == VecOp::Mul ||
+                    *op == VecOp::Div || *op == VecOp::Max;
+      want_inputs(binary ? 2 : 1, binary ? 2 : 1);
+      for (const auto& in : inputs) require_buffer(in, n * s, where, "input");
+      require_buffer(output, n * s, where, "output");
+      cycles = elementwise_cycles(core, *op, n);
+    } else if (kind == "reduce_sum" || kind == "reduce_max" || kind == "softmax" ||
+               kind == "layernorm") {
+      ck = kind == "reduce_sum"   ? ComputeKind::ReduceSum
+           : kind == "reduce_max" ? ComputeKind::ReduceMax
+           : kind == "softmax"    ? ComputeKind::Softmax
+                                  : ComputeKind::Layernorm;
+      std::uint64_t rows = positive("rows"), cols = positive("cols");
+      bool reduce = ck == ComputeKind::ReduceSum || ck == ComputeKind::ReduceMax;
+      if (ck == ComputeKind::Layernorm) want_inputs(1, 3); else want_inputs(1, 1);
+      if (inputs.size() == 2) r.fail("inputs", "layernorm takes x, or x, gamma and beta");
+      require_buffer(inputs[0], rows * cols * s, where, "input");
+      for (std::size_t i = 1; i < inputs.size(); ++i) require_buffer(inputs[i], cols * s, where, "scale/shift");
+      require_buffer(output, (reduce ? rows : rows * cols) * s, where, "output");
+      cycles = row_op_cycles(core, ck, rows, cols);
+    } else {
+      r.fail("kind", fmt::format("unknown compute kind \"{}\" (expected matmul, reduce_sum, "
+                                 "reduce_max, softmax, layernorm, or a vector op: add, sub, mul, "
+                                 "div, max, relu, gelu, exp, copy, rsqrt)", kind));
+    }
+    emit(Op::Compute, 0, cycles, where, mult, ck);
+  }
+
+  std::uint32_t tensor(const JsonReader& r) const {
+    std::string name = r.string("tensor");
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) r.fail("tensor", fmt::format("no off-chip tensor named '{}'", name));
+    const OffchipTensor& t = prog_.tensors[it->second];
+    if (t.chip != cfg_.chip_of(out_.core))
+      r.fail("tensor", fmt::format("tensor '{}' lives in chip {}'s memory but core {} is on chip {}",
+                                   name, t.chip, out_.core, cfg_.chip_of(out_.core)));
+    return it->second;
+  }
+
+  void read_item(const Json& j, const std::string& where, std::uint64_t mult) {
+    JsonReader r(j, what_, where, 'p');
+    std::string op = r.string("op");
+    if (op == "alloc") {
+      std::uint64_t bytes = r.u64("bytes");
+      if (bytes == 0) r.fail("bytes", "expected at least 1 byte");
+      pad_.alloc(r.string("buffer"), bytes, what_ + ": " + where);
+    } else if (op == "free") {
+      pad_.free(r.string("buffer"), what_ + ": " + where);
+    } else if (op == "compute") {
+      read_compute(r, what_ + ": " + where, mult);
+    } else if (op == "send" || op == "recv") {
+      std::uint32_t p = peer(r);
+      Bytes bytes = transfer_bytes(r, what_ + ": " + where);
+      auto key = op == "send" ? std::make_pair(out_.core, p) : std::make_pair(p, out_.core);
+      auto& t = (op == "send" ? tally_.sends : tally_.recvs)[key];
+      t.first += mult;
+      t.second += mult * bytes;
+      emit(op == "send" ? Op::Send : Op::Recv, p, bytes, where, mult);
+    } else if (op == "sync") {
+      std::string g = r.string("group", "all");
+      auto it = groups_.find(g);
+      if (it == groups_.end()) r.fail("group", fmt::format("no group named '{}'", g));
+      const auto& members = prog_.groups[it->second].members;
+      if (it->second != 0 && !std::binary_search(members.begin(), members.end(), out_.core))
+        r.fail("group", fmt::format("core {} is not a member of group '{}'", out_.core, g));
+      tally_.syncs[{it->second, out_.core}] += mult;
+      emit(Op::Sync, it->second, 0, where, mult);
+    } else if (op == "load" || op == "store") {
+      std::uint32_t t = tensor(r);
+      Bytes bytes = transfer_bytes(r, what_ + ": " + where);
+      if (bytes > prog_.tensors[t].bytes)
+        r.fail("bytes", fmt::format("{} bytes exceed off-chip tensor '{}' of {} bytes", bytes,
+                                    prog_.tensors[t].name, prog_.tensors[t].bytes));
+      emit(op == "load" ? Op::Load : Op::Store, t, bytes, where, mult);
+    } else if (op == "repeat") {
+      std::uint64_t count = r.u64("count");
+      if (count == 0 || count > 0xffffffffu) r.fail("count", "expected 1..4294967295");
+      auto before = pad_.live_buffers();
+      std::size_t begin = out_.code.size();
+      emit(Op::LoopBegin, static_cast<std::uint32_t>(count), 0, where, mult);
+      read_items(r.value("body"), where + ".body", mult * count);
+      emit(Op::LoopEnd, static_cast<std::uint32_t>(begin), 0, where, mult);
+      // Every iteration must leave the scratchpad as it found it, or iteration 2 would differ.
+      if (pad_.live_buffers() != before)
+        r.fail("body", "a repeat body must free every buffer it allocates and allocate every "
+                       "buffer it frees");
+    } else {
+      r.fail("op", fmt::format("unknown op \"{}\" (expected alloc, free, compute, send, recv, "
+                               "sync, load, store or repeat)", op));
+    }
+    r.reject_unknown_keys();
+  }
+
+  const Config& cfg_;
+  Program& prog_;
+  Tally& tally_;
+  const std::string& what_;
+  const std::unordered_map<std::string, std::uint32_t>& groups_;
+  const std::unordered_map<std::string, std::uint32_t>& tensors_;
+  CoreProgram& out_;
+  Scratchpad pad_;
+};
+
+void read_groups(const JsonReader& r, const Config& cfg, Program& prog,
+                 std::unordered_map<std::string, std::uint32_t>& index) {
+  prog.groups.push_back(Group{"all", {}, false});
+  index["all"] = 0;
+  if (!r.has("groups")) return;
+  JsonReader g = r.object("groups");
+  const Json& obj = r.value("groups");
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (it.key() == "all") g.fail("all", "'all' is built in (every core in the program)");
+    const Json& v = g.value(it.key());
+    if (!v.is_array() || v.empty()) g.fail(it.key(), "expected a non-empty array of core ids");
+    Group grp{it.key(), {}, false};
+    for (const auto& c : v) {
+      if (!c.is_number_unsigned() || c.get<std::uint64_t>() >= cfg.total_cores())
+        g.fail(it.key(), fmt::format("{} is not a core id (the config has {} cores)", c.dump(), cfg.total_cores()));
+      grp.members.push_back(c.get<std::uint32_t>());
+    }
+    std::sort(grp.members.begin(), grp.members.end());
+    if (std::adjacent_find(grp.members.begin(), grp.members.end()) != grp.members.end())
+      g.fail(it.key(), "a core is listed twice");
+    index[it.key()] = static_cast<std::uint32_t>(prog.groups.size());
+    prog.groups.push_back(std::move(grp));
+  }
+}
+
+void read_tensors(const JsonReader& r, const Config& cfg, Program& prog,
+                  std::unordered_map<std::string, std::uint32_t>& index) {
+  if (!r.has("offchip_tensors")) return;
+  const Json& arr = r.value("offchip_tensors");
+  if (!arr.is_array()) r.fail("offchip_tensors", "expected an array");
+  std::vector<Bytes> used(cfg.system.chips, 0);
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    JsonReader t(arr[i], r.what(), fmt::format("offchip_tensors[{}]", i), 'p');
+    OffchipTensor ten{t.string("name"), static_cast<std::uint32_t>(t.u64("chip", 0)), t.u64("bytes")};
+    t.reject_unknown_keys();
+    if (ten.chip >= cfg.system.chips) t.fail("chip", fmt::format("expected < {}", cfg.system.chips));
+    if (ten.bytes == 0) t.fail("bytes", "expected at least 1 byte");
+    if (index.count(ten.name)) t.fail("name", fmt::format("tensor '{}' is declared twice", ten.name));
+    used[ten.chip] += ten.bytes;
+    if (used[ten.chip] > cfg.chip.offchip.capacity_bytes)
+      t.fail("bytes", fmt::format("off-chip memory of chip {} overflows: {} bytes declared, "
+                                  "capacity {} bytes", ten.chip, used[ten.chip],
+                                  cfg.chip.offchip.capacity_bytes));
+    index[ten.name] = static_cast<std::uint32_t>(prog.tensors.size());
+    prog.tensors.push_back(ten);
+  }
+}
+
+// Sends and receives must pair up, and every member of a group must sync on it equally often;
+// otherwise the program would deadlock, and saying so before simulating is kinder.
+void check_tally(const Tally& t, const Program& prog, const std::string& what) {
+  auto all_keys = t.sends;
+  for (const auto& kv : t.recvs) all_keys.emplace(kv.first, kv.second);
+  for (const auto& kv : all_keys) {
+    auto [src, dst] = kv.first;
+    using Count = std::pair<std::uint64_t, std::uint64_t>;
+    const Count none{0, 0};
+    const Count s = t.sends.count(kv.first) ? t.sends.at(kv.first) : none;
+    const Count r = t.recvs.count(kv.first) ? t.recvs.at(kv.first) : none;
+    if (s.first != r.first)
+      throw ProgramError(fmt::format("{}: core {} sends {} message(s) to core {} but core {} posts "
+                                     "{} matching recv(s) from core {}",
+                                     what, src, s.first, dst, dst, r.first, src));
+    if (s.second != r.second)
+      throw ProgramError(fmt::format("{}: core {} sends {} bytes in total to core {} but core {} "
+                                     "receives {} bytes from core {}",
+                                     what, src, s.second, dst, dst, r.second, src));
+  }
+  for (std::uint32_t g = 0; g < prog.groups.size(); ++g) {
+    std::vector<std::uint32_t> members = prog.groups[g].members;
+    std::uint64_t want = 0;
+    bool any = false;
+    for (auto c : members) {
+      auto it = t.syncs.find({g, c});
+      std::uint64_t n = it == t.syncs.end() ? 0 : it->second;
+      if (!any) { want = n; any = true; continue; }
+      if (n != want)
+        throw ProgramError(fmt::format("{}: group '{}': core {} syncs {} time(s) but core {} "
+                                       "syncs {} time(s); every member must sync equally often",
+                                       what, prog.groups[g].name, members[0], want, c, n));
+    }
+  }
+}
+
+}  // namespace
+
+Program parse_program(const Json& json, const std::string& what, const Config& cfg) {
+  JsonReader r(json, what, "", 'p');
+  std::string format = r.string("format");
+  if (format != "tessera-program") r.fail("format", "expected \"tessera-program\"");
+  if (r.u64("version") != 1) r.fail("version", "expected 1 (the only version so far)");
+  Program prog;
+  prog.name = r.string("name", "");
+  std::unordered_map<std::string, std::uint32_t> group_index, tensor_index;
+  read_groups(r, cfg, prog, group_index);
+  read_tensors(r, cfg, prog, tensor_index);
+
+  const Json& cores = r.value("cores");
+  if (!cores.is_array()) r.fail("cores", "expected an array of {core, items}");
+  // "all" is every core that appears in the program; collect it before reading syncs.
+  for (std::size_t i = 0; i < cores.size(); ++i) {
+    JsonReader c(cores[i], what, fmt::format("cores[{}]", i), 'p');
+    std::uint64_t id = c.u64("core");
+    if (id >= cfg.total_cores())
+      c.fail("core", fmt::format("core {} does not exist (the config has {} cores)", id, cfg.total_cores()));
+    prog.groups[0].members.push_back(static_cast<std::uint32_t>(id));
+  }
+  auto& all = prog.groups[0].members;
+  std::sort(all.begin(), all.end());
+  if (auto dup = std::adjacent_find(all.begin(), all.end()); dup != all.end())
+    throw ProgramError(fmt::format("{}: cores: core {} is listed twice", what, *dup));
+  for (auto& g : prog.groups)
+    g.spans_chips = !g.members.empty() && cfg.chip_of(g.members.front()) != cfg.chip_of(g.members.back());
+
+  Tally tally;
+  prog.cores.resize(cores.size());
+  for (std::size_t i = 0; i < cores.size(); ++i) {
+    std::string path = fmt::format("cores[{}]", i);
+    JsonReader c(cores[i], what, path, 'p');
+    CoreProgram& cp = prog.cores[i];
+    cp.core = static_cast<std::uint32_t>(c.u64("core"));
+    CoreReader reader(cfg, prog, tally, what, group_index, tensor_index, cp);
+    reader.read_items(c.value("items"), path + ".items", 1);
+    reader.finish();
+    c.reject_unknown_keys();
+  }
+  std::sort(prog.cores.begin(), prog.cores.end(),
+            [](const CoreProgram& a, const CoreProgram& b) { return a.core < b.core; });
+  check_tally(tally, prog, what);
+  r.reject_unknown_keys();
+  return prog;
+}
+
+Program load_program(const std::string& path, const Config& cfg) {
+  return parse_program(read_json_file(path), path, cfg);
+}
+
+}  // namespace tessera::sim

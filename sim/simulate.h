@@ -1,0 +1,32 @@
+#pragma once
+// Entry point of the simulator library. SystemC allows one elaboration per process, so each
+// simulation runs in a forked child process and hands its results back as JSON; callers can run
+// as many simulations as they like, one after another or side by side.
+#include <functional>
+#include <string>
+
+#include "sim/common/json_reader.h"
+#include "sim/config/config.h"
+#include "sim/program/program.h"
+
+namespace tessera::sim {
+
+struct SimOptions {
+  std::string trace_path;  // empty: no trace
+};
+
+struct SimOutcome {
+  Json results;                   // docs/results.md; deterministic
+  double host_cpu_seconds = 0;    // CPU time of the simulation proper (not in results: not deterministic)
+};
+
+SimOutcome simulate(const Config& cfg, const Program& prog, const SimOptions& options = {});
+
+// Runs `fn` in a child process; its JSON comes back, its exceptions are rethrown with their type
+// (Error, ProgramError, SimulationError) and message.
+Json run_isolated(const std::function<Json()>& fn);
+
+// CPU seconds used by this process so far.
+double process_cpu_seconds();
+
+}  // namespace tessera::sim

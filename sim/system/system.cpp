@@ -1,0 +1,117 @@
+#include "sim/system/system.h"
+
+#include <fmt/format.h>
+
+#include "sim/common/clock.h"
+#include "sim/common/error.h"
+#include "sim/results/trace.h"
+
+namespace tessera::sim {
+
+System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog,
+               TraceRecorder* trace)
+    : sc_core::sc_module(name), cfg_(cfg), prog_(prog), network_("network", cfg, trace),
+      links_("chip_links", cfg.system), barrier_("barrier", cfg, prog),
+      memory_("offchip", cfg, trace) {
+  network_.boundary.bind(links_);
+  for (const CoreProgram& cp : prog.cores) {
+    const std::uint32_t chip = cfg.chip_of(cp.core);
+    int track = trace ? trace->add_track(fmt::format("chip {} cores", chip), fmt::format("core {}", cp.core)) : -1;
+    cores_.push_back(std::make_unique<Core>(fmt::format("core_{}", cp.core).c_str(), cp, chip, trace,
+                                            track, status_));
+    Core& c = *cores_.back();
+    c.net.bind(network_);
+    c.barrier.bind(barrier_);
+    c.memory.bind(memory_);
+  }
+  if (trace) {
+    std::vector<Resource*> rs;
+    network_.resources(rs);
+    links_.resources(rs);
+    memory_.resources(rs);
+    for (Resource* r : rs) r->trace_track = trace->add_track("links and channels", r->name);
+  }
+}
+
+void System::check_finished() const {
+  if (!status_.error.empty()) {
+    if (status_.simulation_error) throw SimulationError(status_.error);
+    throw Error(status_.error);
+  }
+  std::string blocked;
+  std::size_t count = 0;
+  for (const auto& c : cores_) {
+    if (c->done()) continue;
+    if (++count > 16) continue;  // enough to see the cycle; the count says how many in all
+    const Item& it = c->current();
+    const std::string& where = c->program().where[it.where];
+    std::string what;
+    if (it.op == Op::Recv)
+      what = fmt::format("waits in recv from core {} ({} unreceived message(s) from others)", it.arg,
+                         network_.pending(c->program().core));
+    else if (it.op == Op::Sync)
+      what = fmt::format("waits at sync on group '{}' ({} of {} members arrived)",
+                         prog_.groups[it.arg].name, barrier_.arrived(it.arg), barrier_.members(it.arg));
+    else
+      what = "is blocked";
+    blocked += fmt::format("\n  core {} {} at {}", c->program().core, what, where);
+  }
+  if (count)
+    throw SimulationError(fmt::format("deadlock at cycle {}: {} core(s) can never finish:{}{}",
+                                      now_cycles(), count, blocked,
+                                      count > 16 ? fmt::format("\n  ... and {} more", count - 16) : ""));
+}
+
+Json System::results() const {
+  check_finished();
+  Cycles total = 0;
+  for (const auto& c : cores_) total = std::max(total, c->finish_cycle());
+  Json r;
+  r["config"] = cfg_.name;
+  r["program"] = prog_.name;
+  r["clock_ghz"] = cfg_.clock_ghz;
+  r["total_cycles"] = total;
+  r["total_seconds"] = static_cast<double>(total) / (cfg_.clock_ghz * 1e9);
+  r["work_items"] = prog_.total_work_items();
+  r["messages"] = network_.messages();
+  r["barriers"] = barrier_.barriers();
+
+  Json cores = Json::array();
+  for (const auto& c : cores_) {
+    Json j;
+    j["core"] = c->program().core;
+    j["chip"] = cfg_.chip_of(c->program().core);
+    Json busy;
+    Cycles sum = 0;
+    for (int a = 0; a < kActivities; ++a) {
+      busy[activity_name(static_cast<Activity>(a))] = c->busy(static_cast<Activity>(a));
+      sum += c->busy(static_cast<Activity>(a));
+    }
+    j["cycles"] = busy;
+    j["idle_cycles"] = total - sum;
+    j["busy_fraction"] = total ? static_cast<double>(c->busy(Activity::Compute)) / total : 0.0;
+    j["finish_cycle"] = c->finish_cycle();
+    j["peak_scratchpad_bytes"] = c->program().peak_scratchpad_bytes;
+    cores.push_back(std::move(j));
+  }
+  r["cores"] = std::move(cores);
+
+  std::vector<Resource*> rs;
+  const_cast<Network&>(network_).resources(rs);
+  const_cast<ChipLinks&>(links_).resources(rs);
+  Json links = Json::array();
+  for (const Resource* l : rs) {
+    links.push_back({{"name", l->name}, {"bytes", l->bytes}, {"transfers", l->transfers},
+                     {"busy_cycles", l->busy_cycles},
+                     {"busy_fraction", total ? static_cast<double>(l->busy_cycles) / total : 0.0}});
+  }
+  r["links"] = std::move(links);
+
+  Json off = Json::array();
+  for (std::uint32_t c = 0; c < cfg_.system.chips; ++c)
+    off.push_back({{"chip", c}, {"bytes_read", memory_.bytes_read(c)}, {"bytes_written", memory_.bytes_written(c)}});
+  r["offchip"] = std::move(off);
+  return r;
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,39 @@
+#pragma once
+// The top-level SystemC module: every core of every chip, the network (on-chip fabrics and the
+// chip-boundary port), inter-chip links, barriers and off-chip memory, wired through ports.
+#include <memory>
+#include <systemc>
+#include <vector>
+
+#include "sim/common/json_reader.h"
+#include "sim/core/core.h"
+#include "sim/memory/offchip.h"
+#include "sim/noc/network.h"
+#include "sim/sync/barrier.h"
+#include "sim/system/chip_links.h"
+
+namespace tessera::sim {
+
+class System : public sc_core::sc_module {
+ public:
+  System(sc_core::sc_module_name name, const Config& cfg, const Program& prog,
+         TraceRecorder* trace);
+
+  // After sc_start: throws SimulationError on a failure or deadlock, else returns the results
+  // document (docs/results.md).
+  Json results() const;
+
+ private:
+  void check_finished() const;
+
+  const Config& cfg_;
+  const Program& prog_;
+  RunStatus status_;
+  Network network_;
+  ChipLinks links_;
+  Barrier barrier_;
+  OffchipMemory memory_;
+  std::vector<std::unique_ptr<Core>> cores_;
+};
+
+}  // namespace tessera::sim
