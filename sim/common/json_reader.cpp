@@ -54,6 +54,7 @@ const Json& JsonReader::value(const std::string& key) const {
 std::uint64_t JsonReader::u64(const std::string& key) const {
   const Json& v = value(key);
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return v.get<std::uint64_t>();
   if (v.is_number_float()) {
     double d = v.get<double>();
     if (d >= 0 && std::floor(d) == d && d < 1.8e19) return static_cast<std::uint64_t>(d);

@@ -82,7 +82,7 @@ class CoreReader {
 
   void require_buffer(const std::string& buf, Bytes need, const std::string& where,
                       const std::string& role) const {
-    Bytes size = pad_.size_of(buf, where);
+    Bytes size = pad_.size_of(buf, what_ + ": " + where);
     if (size < need)
       fail(where, fmt::format("{} buffer '{}' holds {} bytes but the operation needs {}", role, buf,
                               size, need));
@@ -189,7 +189,7 @@ class CoreReader {
     } else if (op == "free") {
       pad_.free(r.string("buffer"), what_ + ": " + where);
     } else if (op == "compute") {
-      read_compute(r, what_ + ": " + where, mult);
+      read_compute(r, where, mult);
     } else if (op == "send" || op == "recv") {
       std::uint32_t p = peer(r);
       Bytes bytes = transfer_bytes(r, what_ + ": " + where);
@@ -256,7 +256,7 @@ void read_groups(const JsonReader& r, const Config& cfg, Program& prog,
     if (!v.is_array() || v.empty()) g.fail(it.key(), "expected a non-empty array of core ids");
     Group grp{it.key(), {}, false};
     for (const auto& c : v) {
-      if (!c.is_number_unsigned() || c.get<std::uint64_t>() >= cfg.total_cores())
+      if (!c.is_number_integer() || c.get<std::int64_t>() < 0 || c.get<std::uint64_t>() >= cfg.total_cores())
         g.fail(it.key(), fmt::format("{} is not a core id (the config has {} cores)", c.dump(), cfg.total_cores()));
       grp.members.push_back(c.get<std::uint32_t>());
     }
