@@ -16,12 +16,42 @@ Cycles Resource::duration(Bytes b) const {
   return static_cast<Cycles>(std::ceil(static_cast<double>(b) / bytes_per_cycle));
 }
 
-Cycles Resource::occupy(Cycles start, Bytes b) {
-  Cycles d = duration(b);
-  free_cycle = start + d;
+Cycles Resource::earliest(Cycles ready, Cycles d) const {
+  Cycles t = ready;
+  for (const auto& [s, e] : busy_) {
+    if (e <= t) continue;
+    if (t + d <= s) break;  // fits in the gap before this reservation
+    t = e;
+  }
+  return t;
+}
+
+Cycles Resource::occupy(Cycles start, Cycles d, Bytes b) {
+  const Cycles end = start + d;
   bytes += b;
   busy_cycles += d;
-  return free_cycle;
+  if (d == 0) return end;
+  auto it = std::upper_bound(busy_.begin(), busy_.end(), std::make_pair(start, end));
+  // merge with touching neighbours so back-to-back traffic stays one interval
+  if (it != busy_.begin() && std::prev(it)->second == start) {
+    auto prev = std::prev(it);
+    prev->second = end;
+    if (it != busy_.end() && it->first == end) {
+      prev->second = it->second;
+      busy_.erase(it);
+    }
+  } else if (it != busy_.end() && it->first == end) {
+    it->first = start;
+  } else {
+    busy_.insert(it, {start, end});
+  }
+  return end;
+}
+
+void Resource::forget_before(Cycles now) {
+  auto it = busy_.begin();
+  while (it != busy_.end() && it->second <= now) ++it;
+  busy_.erase(busy_.begin(), it);
 }
 
 void Resource::record_departure(Cycles t) {
@@ -32,12 +62,18 @@ void Resource::record_departure(Cycles t) {
 
 Transfer reserve_coupled(Resource& src, Resource& dst, Cycles now, Bytes bytes,
                          TraceRecorder* trace) {
-  const Cycles start = std::max({now, src.free_cycle, dst.free_cycle});
   const Cycles d = std::max(src.duration(bytes), dst.duration(bytes));
+  src.forget_before(now);
+  dst.forget_before(now);
+  // the first stretch in which both ports are idle for d cycles
+  Cycles start = now;
+  for (;;) {
+    const Cycles a = src.earliest(start, d), b = dst.earliest(a, d);
+    if (a == b) { start = a; break; }
+    start = b;
+  }
   for (Resource* r : {&src, &dst}) {
-    r->free_cycle = start + d;
-    r->bytes += bytes;
-    r->busy_cycles += d;
+    r->occupy(start, d, bytes);
     ++r->transfers;
     if (trace) trace->span(r->trace_track, "msg", start, d);
   }
@@ -53,10 +89,12 @@ Transfer reserve_packets(const std::vector<Resource*>& stages, Cycles now, Bytes
     Cycles ready = now;  // when the packet is available at the current stage
     for (std::size_t i = 0; i < n; ++i) {
       Resource& s = *stages[i];
-      Cycles start = std::max(ready, s.free_cycle);
+      if (sent == 0) s.forget_before(now);
+      Cycles start = ready;
       if (i + 1 < n) start = std::max(start, stages[i + 1]->credit());
+      start = s.earliest(start, s.duration(p));
       s.record_departure(start);  // the packet leaves this stage's input buffer
-      const Cycles end = s.occupy(start, p);
+      const Cycles end = s.occupy(start, s.duration(p), p);
       if (sent == 0) ++s.transfers;
       if (trace) trace->span(s.trace_track, "pkt", start, end - start);
       if (i == 0) t.sender_done = end;
@@ -68,8 +106,9 @@ Transfer reserve_packets(const std::vector<Resource*>& stages, Cycles now, Bytes
 }
 
 Cycles reserve_single(Resource& r, Cycles now, Bytes bytes, TraceRecorder* trace) {
-  const Cycles start = std::max(now, r.free_cycle);
-  const Cycles end = r.occupy(start, bytes);
+  r.forget_before(now);
+  const Cycles start = r.earliest(now, r.duration(bytes));
+  const Cycles end = r.occupy(start, r.duration(bytes), bytes);
   ++r.transfers;
   if (trace) trace->span(r.trace_track, "req", start, end - start);
   return end + r.latency_cycles;

@@ -1,0 +1,143 @@
+// Every bad-input path gives an error that names the file, field, core or item.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "sim/common/error.h"
+#include "test/support.h"
+
+using namespace tessera;
+using test::ProgramBuilder;
+using Catch::Contains;
+
+namespace {
+// The message of the exception of type E that `fn` throws ("" if it throws nothing or another type).
+template <class E, class F>
+std::string error_of(F fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "";
+}
+void check_program_error(const Json& prog, const std::string& text) {
+  CHECK_THAT(error_of<ProgramError>([&] { test::run(test::exchange_config(), prog); }), Contains(text));
+}
+}  // namespace
+
+TEST_CASE("config: unknown keys, missing fields, wrong types, inconsistent values", "[bad-input]") {
+  Json c = test::exchange_config();
+  c["chip"]["core"]["sram_byte"] = 1;
+  CHECK_THAT(error_of<ConfigError>([&] { test::config(c); }), Contains("unknown field(s) chip.core.sram_byte"));
+  c = test::exchange_config();
+  c["chip"]["core"].erase("sram_bytes");
+  CHECK_THROWS_WITH(test::config(c), Contains("test config: chip.core.sram_bytes: required field is missing"));
+  c = test::exchange_config();
+  c["clock_ghz"] = "fast";
+  CHECK_THROWS_WITH(test::config(c), Contains("clock_ghz: expected a positive number, got \"fast\""));
+  c = test::exchange_config();
+  c["chip"]["exchange"]["latency_cycles"] = -3;
+  CHECK_THROWS_WITH(test::config(c), Contains("chip.exchange.latency_cycles: expected a non-negative integer"));
+  Json m = test::mesh_config(3, 3);
+  m["chip"]["cores"] = 10;
+  CHECK_THROWS_WITH(test::config(m), Contains("rows x cols = 3 x 3 = 9 but chip.cores is 10"));
+  m = test::mesh_config(3, 3);
+  m["chip"]["exchange"] = test::exchange_config()["chip"]["exchange"];
+  CHECK_THROWS_WITH(test::config(m), Contains("exactly one of chip.exchange and chip.mesh"));
+  c = test::exchange_config();
+  c["chip"]["core"]["matrix"]["macs_per_cycle"]["fp8"] = 4;
+  CHECK_THROWS_WITH(test::config(c), Contains("macs_per_cycle.fp8: not a dtype"));
+  c = test::exchange_config();
+  c["system"] = {{"chips", 2}, {"topology", "hypercube"}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.topology: expected \"ring\" or \"fully_connected\""));
+}
+
+TEST_CASE("config and program files: missing or not JSON", "[bad-input]") {
+  CHECK_THROWS_WITH(sim::load_config("/nonexistent/x.json"), Contains("/nonexistent/x.json: cannot open file"));
+  const std::string path = "/tmp/tessera-bad-input-test.json";
+  std::ofstream(path) << "{ \"name\": ";
+  CHECK_THROWS_WITH(sim::load_config(path), Contains(path + ": not valid JSON"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("program: structural errors name the core and item", "[bad-input]") {
+  ProgramBuilder p;
+  p.alloc(0, "buf", 64).send(0, 1, 64, "nope").alloc(1, "buf", 64).recv(1, 0, 64);
+  check_program_error(p.json(), "cores[0].items[1]: core 0: buffer 'nope' is not allocated here");
+
+  p = ProgramBuilder();
+  p.alloc(0, "buf", 64).send(0, 99, 64);
+  check_program_error(p.json(), "cores[0].items[1].peer: core 99 does not exist (the config has 8 cores)");
+
+  p = ProgramBuilder();
+  p.alloc(0, "buf", 64).send(0, 1, 64).alloc(1, "buf", 64);
+  check_program_error(p.json(), "core 0 sends 1 message(s) to core 1 but core 1 posts 0 matching recv(s)");
+
+  p = ProgramBuilder();
+  p.alloc(0, "buf", 64).send(0, 1, 64).alloc(1, "buf", 64).recv(1, 0, 32);
+  check_program_error(p.json(), "core 0 sends 64 bytes in total to core 1 but core 1 receives 32 bytes");
+
+  p = ProgramBuilder();
+  p.alloc(3, "a", 40000).alloc(3, "big", 30000);
+  check_program_error(p.json(), "core 3: scratchpad overflow allocating buffer 'big' of 30000 bytes: "
+                                "40000 bytes in use, capacity 65536 bytes, short by 4464 bytes");
+
+  p = ProgramBuilder();
+  p.alloc(0, "buf", 8).sync(0).alloc(1, "buf", 8).sync(1).sync(1);
+  check_program_error(p.json(), "group 'all': core 0 syncs 1 time(s) but core 1 syncs 2 time(s)");
+
+  p = ProgramBuilder();
+  p.core(0).push_back({{"op", "jump"}});
+  check_program_error(p.json(), "cores[0].items[0].op: unknown op \"jump\"");
+
+  p = ProgramBuilder();
+  p.alloc(0, "buf", 8);
+  p.core(0).push_back({{"op", "sync"}, {"group", "all"}, {"colour", "red"}});
+  check_program_error(p.json(), "unknown field(s) cores[0].items[1].colour");
+
+  p = ProgramBuilder();
+  p.core(0).push_back({{"op", "repeat"}, {"count", 3}, {"body", {{{"op", "alloc"}, {"buffer", "x"}, {"bytes", 8}}}}});
+  check_program_error(p.json(), "a repeat body must free every buffer it allocates");
+
+  p = ProgramBuilder();
+  p.groups["pair"] = {0, 1};
+  p.alloc(2, "buf", 8).sync(2, "pair");
+  check_program_error(p.json(), "core 2 is not a member of group 'pair'");
+
+  p = ProgramBuilder();
+  p.alloc(0, "buf", 8);
+  p.core(0).push_back({{"op", "load"}, {"tensor", "weights"}, {"buffer", "buf"}});
+  check_program_error(p.json(), "no off-chip tensor named 'weights'");
+
+  Json bad = p.json();
+  bad["format"] = "something-else";
+  check_program_error(bad, "format: expected \"tessera-program\"");
+}
+
+TEST_CASE("program: a deadlock is reported with the cores involved, never a hang", "[bad-input]") {
+  // each core waits to receive before it sends: counts match, but nobody can start
+  ProgramBuilder p;
+  p.alloc(0, "buf", 64).recv(0, 1, 64).send(0, 1, 64);
+  p.alloc(1, "buf", 64).recv(1, 0, 64).send(1, 0, 64);
+  CHECK_THAT(error_of<SimulationError>([&] { test::run(test::exchange_config(), p.json()); }),
+             Catch::Matchers::Contains("deadlock at cycle 0: 2 core(s) can never finish") &&
+                           Catch::Matchers::Contains("core 0 waits in recv from core 1 (0 unreceived message(s) from others) at cores[0].items[1]") &&
+                           Catch::Matchers::Contains("core 1 waits in recv from core 0 (0 unreceived message(s) from others) at cores[1].items[1]"));
+  // a barrier one member never reaches because it waits for a message sent after the barrier
+  p = ProgramBuilder();
+  p.alloc(0, "buf", 64).sync(0).send(0, 1, 64);
+  p.alloc(1, "buf", 64).recv(1, 0, 64).sync(1);
+  CHECK_THROWS_WITH(test::run(test::exchange_config(), p.json()),
+                    Contains("core 0 waits at sync on group 'all' (1 of 2 members arrived)"));
+}
+
+TEST_CASE("program: message sizes are checked in order at run time", "[bad-input]") {
+  ProgramBuilder p;
+  p.alloc(0, "buf", 256).send(0, 1, 100).send(0, 1, 200);
+  p.alloc(1, "buf", 256).recv(1, 0, 200).recv(1, 0, 100);
+  CHECK_THAT(error_of<SimulationError>([&] { test::run(test::exchange_config(), p.json()); }),
+             Catch::Matchers::Contains("core 1 posted a recv of 200 bytes from core 0, but the matching send carries 100 bytes"));
+}
