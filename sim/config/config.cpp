@@ -32,7 +32,7 @@ MatrixUnitConfig parse_matrix(const JsonReader& r) {
     if (!parse_dtype(it.key(), d))
       macs.fail(it.key(), "not a dtype (expected int8, fp16, fp32 or int32)");
     std::uint64_t v = macs.u64(it.key());
-    require(v >= 1, macs, it.key(), "expected at least 1 MAC per cycle");
+    require(v >= 1 && v <= (1u << 24), macs, it.key(), "expected 1..16777216 MACs per cycle");
     m.macs_per_cycle[d] = static_cast<std::uint32_t>(v);
   }
   if (m.macs_per_cycle.empty()) r.fail("macs_per_cycle", "expected at least one dtype");
@@ -45,7 +45,7 @@ MatrixUnitConfig parse_matrix(const JsonReader& r) {
 VectorUnitConfig parse_vector(const JsonReader& r) {
   VectorUnitConfig v;
   v.lanes = static_cast<std::uint32_t>(r.u64("lanes", v.lanes));
-  require(v.lanes >= 1, r, "lanes", "expected at least 1 lane");
+  require(v.lanes >= 1 && v.lanes <= 65536, r, "lanes", "expected 1..65536 lanes");
   v.issue_cycles = r.u64("issue_cycles", v.issue_cycles);
   for (int i = 0; i < kVecOps; ++i) v.op_cycles[i] = kDefaultVecCycles[i];
   if (r.has("op_cycles")) {

@@ -97,10 +97,11 @@ Transfer reserve_packets(const std::vector<Resource*>& stages, Cycles now, Bytes
       const Cycles end = s.occupy(start, s.duration(p), p);
       if (sent == 0) ++s.transfers;
       if (trace) trace->span(s.trace_track, "pkt", start, end - start);
-      if (i == 0) t.sender_done = end;
+      // gap filling can let a later packet overtake an earlier one: keep the latest
+      if (i == 0) t.sender_done = std::max(t.sender_done, end);
       ready = end + s.latency_cycles;
     }
-    t.arrival = ready;
+    t.arrival = std::max(t.arrival, ready);
   }
   return t;
 }

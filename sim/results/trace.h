@@ -12,7 +12,7 @@ namespace tessera::sim {
 
 class TraceRecorder {
  public:
-  // `process` groups tracks in the viewer (e.g. "chip 0 cores", "chip 0 links").
+  // `process` groups tracks in the viewer (e.g. "chip 0 cores", "links and channels").
   int add_track(const std::string& process, const std::string& name);
   void span(int track, const char* label, Cycles start, Cycles duration) {
     spans_.push_back({track, label, start, duration});

@@ -99,6 +99,7 @@ Json System::results() const {
   std::vector<Resource*> rs;
   const_cast<Network&>(network_).resources(rs);
   const_cast<ChipLinks&>(links_).resources(rs);
+  const_cast<OffchipMemory&>(memory_).resources(rs);
   Json links = Json::array();
   for (const Resource* l : rs) {
     links.push_back({{"name", l->name}, {"bytes", l->bytes}, {"transfers", l->transfers},
