@@ -14,7 +14,7 @@ namespace tessera::test {
 // off-chip channel with 100 cycles latency; matrix unit as ipu-mk2; vector unit with no issue
 // cost and 1 cycle per 8 lanes, so `copy` of 8*n elements is a delay of exactly n cycles.
 inline Json exchange_config(std::uint32_t cores = 8) {
-  return Json::parse(R"({
+  Json c = Json::parse(R"({
     "name": "test-exchange", "clock_ghz": 1.0,
     "chip": {
       "cores": 8,
@@ -29,8 +29,9 @@ inline Json exchange_config(std::uint32_t cores = 8) {
       "offchip": {"channels": 1, "channel_bytes_per_cycle": 8, "latency_cycles": 100,
                   "capacity_bytes": 1048576}
     }
-  })")
-      .patch(Json::parse(R"([{"op":"replace","path":"/chip/cores","value":)" + std::to_string(cores) + "}]"));
+  })");
+  c["chip"]["cores"] = cores;
+  return c;
 }
 
 // A 1-row (or rows x cols) mesh: 32 B/cycle links and ports, 256-byte packets (8 cycles per

@@ -20,11 +20,14 @@ void require(bool ok, const JsonReader& r, const std::string& key, const std::st
 
 MatrixUnitConfig parse_matrix(const JsonReader& r) {
   MatrixUnitConfig m;
-  m.tile_m = static_cast<std::uint32_t>(r.u64("tile_m", m.tile_m));
-  m.tile_n = static_cast<std::uint32_t>(r.u64("tile_n", m.tile_n));
-  m.tile_k = static_cast<std::uint32_t>(r.u64("tile_k", m.tile_k));
-  for (const char* k : {"tile_m", "tile_n", "tile_k"})
-    require(r.u64(k, 1) >= 1 && r.u64(k, 1) <= 4096, r, k, "expected 1..4096");
+  auto tile = [&](const char* key, std::uint32_t def) {
+    const std::uint64_t v = r.u64(key, def);
+    require(v >= 1 && v <= 4096, r, key, "expected 1..4096");
+    return static_cast<std::uint32_t>(v);
+  };
+  m.tile_m = tile("tile_m", m.tile_m);
+  m.tile_n = tile("tile_n", m.tile_n);
+  m.tile_k = tile("tile_k", m.tile_k);
   JsonReader macs = r.object("macs_per_cycle");
   const Json& obj = r.value("macs_per_cycle");
   for (auto it = obj.begin(); it != obj.end(); ++it) {
