@@ -1,5 +1,9 @@
 #include "sim/core/core.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "sim/common/clock.h"
 #include "sim/common/error.h"
 #include "sim/results/trace.h"
@@ -12,9 +16,11 @@ const char* activity_name(Activity a) {
 }
 
 Core::Core(sc_core::sc_module_name name, const CoreProgram& program, std::uint32_t chip,
-           TraceRecorder* trace, int trace_track, RunStatus& status)
+           TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
+           FunctionalContext* functional)
     : sc_core::sc_module(name), net("net"), barrier("barrier"), memory("memory"), prog_(program),
-      chip_(chip), trace_(trace), track_(trace_track), status_(status) {
+      chip_(chip), trace_(trace), track_(trace_track), status_(status), tags_(tags),
+      fx_(functional) {
   SC_THREAD(run);
 }
 
@@ -49,13 +55,76 @@ void Core::run() {
   }
 }
 
+Buffer& Core::buffer(std::uint32_t slot) {
+  if (slot >= buffers_.size() || !buffers_[slot])
+    throw SimulationError(fmt::format("core {}: functional mode: buffer slot {} is not allocated", prog_.core, slot));
+  return *buffers_[slot];
+}
+
+// The values side of an item, done at the item's start (sends read what the buffer holds when
+// they are issued) or, for receives, once the message is in.
+void Core::functional(const Item& it) {
+  const FunctionalItem& f = prog_.functional[it.where];
+  const Program& prog = *fx_->program;
+  switch (it.op) {
+    case Op::Alloc: {
+      const View& v = prog_.views[f.buffer];
+      if (buffers_.size() <= f.buffer) buffers_.resize(f.buffer + 1);
+      if (v.tensor.empty()) break;  // scratch space (the shift buffer): no values tracked
+      buffers_[f.buffer] = std::make_unique<Buffer>(v, fx_->store.at(v.tensor).shape);
+      break;
+    }
+    case Op::Free:
+      if (f.buffer < buffers_.size()) buffers_[f.buffer].reset();
+      break;
+    case Op::Init:
+    case Op::Load: buffer(f.buffer).load_from(fx_->store.at(buffer(f.buffer).view().tensor)); break;
+    case Op::Store: buffer(f.buffer).store_to(fx_->store.at(buffer(f.buffer).view().tensor)); break;
+    case Op::Compute: {
+      std::vector<const Buffer*> ins;
+      for (auto s : f.inputs) ins.push_back(&buffer(s));
+      evaluate(prog.exprs[static_cast<std::size_t>(f.expr)], f.ranges, ins, buffer(f.buffer));
+      break;
+    }
+    case Op::Recv: {
+      if (!received_) throw SimulationError(fmt::format("core {}: functional mode: a message without values arrived at {}", prog_.core, prog_.where[it.where]));
+      Buffer& b = buffer(f.buffer);
+      if (received_->tensor != b.view().tensor)
+        throw SimulationError(fmt::format("core {}: {}: received values of tensor '{}' into a buffer of '{}'", prog_.core, prog_.where[it.where], received_->tensor, b.view().tensor));
+      b.write_box(received_->box, received_->values);
+      received_.reset();
+      break;
+    }
+    default: break;
+  }
+}
+
 void Core::execute(const Item& it) {
+  if (fx_ && it.op != Op::Send && it.op != Op::Recv) functional(it);
+  if (it.op == Op::Alloc || it.op == Op::Free || it.op == Op::Init) return;
   const Cycles start = now_cycles();
   Activity a = Activity::Compute;
   switch (it.op) {
     case Op::Compute: wait(cycles(it.value)); break;
-    case Op::Send: a = Activity::Send; net->send(prog_.core, it.arg, it.value); break;
-    case Op::Recv: a = Activity::Recv; net->recv(prog_.core, it.arg, it.value); break;
+    case Op::Send: {
+      a = Activity::Send;
+      std::shared_ptr<const Payload> p;
+      if (fx_) {
+        const FunctionalItem& f = prog_.functional[it.where];
+        auto pl = std::make_shared<Payload>();
+        pl->tensor = buffer(f.buffer).view().tensor;
+        pl->box = f.box;
+        pl->values = buffer(f.buffer).read_box(f.box);
+        p = std::move(pl);
+      }
+      net->send(prog_.core, it.arg, it.value, std::move(p));
+      break;
+    }
+    case Op::Recv:
+      a = Activity::Recv;
+      received_ = net->recv(prog_.core, it.arg, it.value);
+      if (fx_) functional(it);
+      break;
     case Op::Sync: a = Activity::Sync; barrier->arrive(it.arg, prog_.core); break;
     case Op::Load: a = Activity::Memory; memory->transfer(chip_, it.value, false); break;
     case Op::Store: a = Activity::Memory; memory->transfer(chip_, it.value, true); break;
@@ -63,6 +132,11 @@ void Core::execute(const Item& it) {
   }
   const Cycles end = now_cycles();
   busy_[static_cast<int>(a)] += end - start;
+  if (it.tag != kNoTag) {
+    tags_.busy[it.tag][static_cast<int>(a)] += end - start;
+    tags_.first[it.tag] = std::min(tags_.first[it.tag], start);
+    tags_.last[it.tag] = std::max(tags_.last[it.tag], end);
+  }
   if (trace_) trace_->span(track_, activity_name(a), start, end - start);
 }
 

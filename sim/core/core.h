@@ -3,6 +3,7 @@
 // computed at load time; send/recv/sync/load/store go through the ports to the interconnect,
 // the barrier and the off-chip memory, which block the thread for as long as they take.
 #include <array>
+#include <memory>
 #include <string>
 #include <systemc>
 
@@ -19,6 +20,20 @@ enum class Activity : std::uint8_t { Compute, Send, Recv, Sync, Memory };
 constexpr int kActivities = 5;
 const char* activity_name(Activity a);
 
+// Per-tag (operator and phase) accounting shared by all cores of a system: summed busy cycles by
+// activity, and the first start and last end of any item with the tag.
+struct TagStats {
+  std::vector<std::array<Cycles, kActivities>> busy;
+  std::vector<Cycles> first, last;
+  explicit TagStats(std::size_t tags) : busy(tags), first(tags, ~Cycles{0}), last(tags, 0) {}
+};
+
+// Functional mode: the global tensors and the program's kernels (null in timing mode).
+struct FunctionalContext {
+  DataStore store;
+  const Program* program = nullptr;
+};
+
 // Where a failure inside a thread is parked until sc_start returns (no exceptions cross the kernel).
 struct RunStatus {
   std::string error;
@@ -33,7 +48,8 @@ class Core : public sc_core::sc_module {
 
   SC_HAS_PROCESS(Core);
   Core(sc_core::sc_module_name name, const CoreProgram& program, std::uint32_t chip,
-       TraceRecorder* trace, int trace_track, RunStatus& status);
+       TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
+       FunctionalContext* functional);
 
   const CoreProgram& program() const { return prog_; }
   bool done() const { return done_; }
@@ -45,12 +61,18 @@ class Core : public sc_core::sc_module {
  private:
   void run();
   void execute(const Item& item);
+  void functional(const Item& item);
+  Buffer& buffer(std::uint32_t slot);
 
   const CoreProgram& prog_;
   std::uint32_t chip_;
   TraceRecorder* trace_;
   int track_;
   RunStatus& status_;
+  TagStats& tags_;
+  FunctionalContext* fx_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;  // functional mode: by slot
+  std::shared_ptr<const Payload> received_;
   std::array<Cycles, kActivities> busy_{};
   std::size_t pc_ = 0;
   bool done_ = false;

@@ -1,8 +1,11 @@
 #pragma once
 // Interfaces between a core and the interconnect, and between a chip's interconnect and whatever
 // joins chips (inter-chip links now; an AFI with collective engines can implement the same port).
+#include <memory>
 #include <systemc>
 #include <vector>
+
+#include "sim/functional/data.h"
 
 #include "sim/common/types.h"
 #include "sim/noc/resource.h"
@@ -12,10 +15,12 @@ namespace tessera::sim {
 class FabricIf : public virtual sc_core::sc_interface {
  public:
   // Called from the sending core's thread; returns when the source port has sent the last byte.
-  virtual void send(std::uint32_t src, std::uint32_t dst, Bytes bytes) = 0;
+  // `payload` carries values in functional mode (null otherwise).
+  virtual void send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
+                    std::shared_ptr<const Payload> payload = nullptr) = 0;
   // Called from the receiving core's thread; returns when the message from `src` (the next one
   // in send order) has fully arrived. Throws SimulationError if its size is not `bytes`.
-  virtual void recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) = 0;
+  virtual std::shared_ptr<const Payload> recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) = 0;
 };
 
 class ChipBoundaryIf : public virtual sc_core::sc_interface {

@@ -24,7 +24,8 @@ Network::Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder*
   for (std::uint32_t i = 0; i < cfg.total_cores(); ++i) inboxes_.push_back(std::make_unique<Inbox>());
 }
 
-void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes) {
+void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
+                   std::shared_ptr<const Payload> payload) {
   const Cycles now = now_cycles();
   const std::uint32_t sc = cfg_.chip_of(src), dc = cfg_.chip_of(dst);
   const std::uint32_t ls = src % cfg_.chip.cores, ld = dst % cfg_.chip.cores;
@@ -40,25 +41,25 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes) {
   }
   ++messages_;
   Inbox& in = *inboxes_[dst];
-  in.pending.push_back({src, bytes, t.arrival});
+  in.pending.push_back({src, bytes, t.arrival, std::move(payload)});
   if (in.waiting_for == src) in.arrived.notify(cycles(t.arrival - now));
   wait_until(t.sender_done);
 }
 
-void Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) {
+std::shared_ptr<const Payload> Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) {
   Inbox& in = *inboxes_[dst];
   for (;;) {
     auto it = std::find_if(in.pending.begin(), in.pending.end(),
                            [src](const Message& m) { return m.src == src; });
     if (it != in.pending.end()) {
-      const Message m = *it;
+      Message m = std::move(*it);
       in.pending.erase(it);
       if (m.bytes != bytes)
         throw SimulationError(fmt::format("core {} posted a recv of {} bytes from core {}, but the "
                                           "matching send carries {} bytes",
                                           dst, bytes, src, m.bytes));
       wait_until(m.arrival);
-      return;
+      return std::move(m.payload);
     }
     in.waiting_for = src;
     wait(in.arrived);

@@ -17,8 +17,9 @@ class Network : public sc_core::sc_module, public FabricIf {
   sc_core::sc_port<ChipBoundaryIf> boundary;
 
   Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace);
-  void send(std::uint32_t src, std::uint32_t dst, Bytes bytes) override;
-  void recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) override;
+  void send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
+            std::shared_ptr<const Payload> payload) override;
+  std::shared_ptr<const Payload> recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) override;
 
   void resources(std::vector<Resource*>& out);
   std::uint64_t messages() const { return messages_; }
@@ -26,7 +27,7 @@ class Network : public sc_core::sc_module, public FabricIf {
   std::size_t pending(std::uint32_t dst) const { return inboxes_[dst]->pending.size(); }
 
  private:
-  struct Message { std::uint32_t src; Bytes bytes; Cycles arrival; };
+  struct Message { std::uint32_t src; Bytes bytes; Cycles arrival; std::shared_ptr<const Payload> payload; };
   static constexpr std::uint32_t kNobody = ~0u;
   struct Inbox {
     std::vector<Message> pending;  // in arrival-issue order

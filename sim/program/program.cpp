@@ -56,9 +56,69 @@ class CoreReader {
     it.arg = arg;
     it.value = value;
     it.where = static_cast<std::uint32_t>(out_.where.size());
+    it.tag = tag_;
     out_.where.push_back(where);
     out_.code.push_back(it);
-    if (op != Op::LoopBegin && op != Op::LoopEnd) out_.work_items += multiplicity;
+    if (functional_) out_.functional.resize(out_.where.size());
+    if (op != Op::LoopBegin && op != Op::LoopEnd && op != Op::Alloc && op != Op::Free && op != Op::Init)
+      out_.work_items += multiplicity;
+  }
+
+  FunctionalItem& fn_item() { return out_.functional.back(); }
+
+  // Functional mode: the slot a buffer name currently refers to.
+  std::uint32_t slot(const JsonReader& r, const std::string& key, const std::string& buf) const {
+    auto it = slots_.find(buf);
+    if (it == slots_.end()) r.fail(key, fmt::format("no live buffer '{}'", buf));
+    return it->second;
+  }
+
+  std::vector<std::int64_t> ints(const JsonReader& r, const Json& v, const std::string& key, std::size_t n) const {
+    if (!v.is_array() || v.size() != n) r.fail(key, fmt::format("expected an array of {} integers", n));
+    std::vector<std::int64_t> out;
+    for (const auto& e : v) {
+      if (!e.is_number_integer()) r.fail(key, fmt::format("expected an array of {} integers", n));
+      out.push_back(e.get<std::int64_t>());
+    }
+    return out;
+  }
+
+  const std::vector<std::int64_t>& data_shape(const JsonReader& r, const std::string& key, const std::string& t) const {
+    for (const auto& [name, shape] : prog_.data_tensors)
+      if (name == t) return shape;
+    r.fail(key, fmt::format("no data tensor '{}' (declare it in data_tensors)", t));
+  }
+
+  // alloc's "view": {"tensor", "origin", "extent", "cyclic"}.
+  void read_view(const JsonReader& r, const std::string& buf) {
+    View v;
+    if (r.has("view")) {
+      JsonReader vr(r.value("view"), what_, r.where("view"), 'p');
+      v.tensor = vr.string("tensor");
+      const std::size_t n = data_shape(vr, "tensor", v.tensor).size();
+      v.origin = ints(vr, vr.value("origin"), "origin", n);
+      v.extent = ints(vr, vr.value("extent"), "extent", n);
+      for (auto e : v.extent)
+        if (e <= 0) vr.fail("extent", "expected positive extents");
+      v.cyclic.assign(n, false);
+      if (vr.has("cyclic")) {
+        const Json& c = vr.value("cyclic");
+        if (!c.is_array() || c.size() != n) vr.fail("cyclic", fmt::format("expected an array of {} booleans", n));
+        for (std::size_t d = 0; d < n; ++d) {
+          if (!c[d].is_boolean()) vr.fail("cyclic", fmt::format("expected an array of {} booleans", n));
+          v.cyclic[d] = c[d].get<bool>();
+        }
+      }
+      vr.reject_unknown_keys();
+    }
+    if (!functional_) return;
+    slots_[buf] = static_cast<std::uint32_t>(out_.views.size());
+    out_.views.push_back(std::move(v));
+  }
+
+  void require_view(const JsonReader& r, const std::string& key, std::uint32_t s) const {
+    if (out_.views[s].tensor.empty())
+      r.fail(key, "functional mode needs this buffer to have a view (compile with --functional)");
   }
 
   std::uint32_t peer(const JsonReader& r) const {
@@ -166,6 +226,32 @@ class CoreReader {
                                  "div, max, relu, gelu, exp, copy, rsqrt)", kind));
     }
     emit(Op::Compute, 0, cycles, where, mult, ck);
+    if (r.has("eval")) {
+      JsonReader ev(r.value("eval"), what_, r.where("eval"), 'p');
+      std::uint64_t x = ev.u64("expr");
+      if (x >= prog_.exprs.size()) ev.fail("expr", fmt::format("expected < {} (the number of exprs)", prog_.exprs.size()));
+      const Json& rg = ev.value("ranges");
+      const std::size_t naxes = prog_.exprs[x].all_axes().size();
+      if (!rg.is_array() || rg.size() != naxes) ev.fail("ranges", fmt::format("expected {} [lo, hi) pairs, one per axis", naxes));
+      std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+      for (const auto& p : rg) {
+        auto lh = ints(ev, p, "ranges", 2);
+        if (lh[1] < lh[0]) ev.fail("ranges", "expected lo <= hi");
+        ranges.push_back({lh[0], lh[1]});
+      }
+      ev.reject_unknown_keys();
+      if (prog_.exprs[x].inputs.size() != inputs.size()) r.fail("inputs", fmt::format("the expression reads {} tensors but {} input buffers are given", prog_.exprs[x].inputs.size(), inputs.size()));
+      if (functional_) {
+        FunctionalItem& f = fn_item();
+        f.expr = static_cast<int>(x);
+        f.ranges = std::move(ranges);
+        for (const auto& in : inputs) { f.inputs.push_back(slot(r, "inputs", in)); require_view(r, "inputs", f.inputs.back()); }
+        f.buffer = slot(r, "output", output);
+        require_view(r, "output", f.buffer);
+      }
+    }
+    // A compute item without "eval" moves no values (the copy out of the shift buffer: the recv
+    // already put the values in place).
   }
 
   std::uint32_t tensor(const JsonReader& r) const {
@@ -182,12 +268,39 @@ class CoreReader {
   void read_item(const Json& j, const std::string& where, std::uint64_t mult) {
     JsonReader r(j, what_, where, 'p');
     std::string op = r.string("op");
+    tag_ = kNoTag;
+    if (r.has("tag")) {
+      std::uint64_t t = r.u64("tag");
+      if (t >= prog_.tags.size()) r.fail("tag", fmt::format("expected < {} (the number of tags)", prog_.tags.size()));
+      tag_ = static_cast<std::uint32_t>(t);
+    }
     if (op == "alloc") {
       std::uint64_t bytes = r.u64("bytes");
       if (bytes == 0) r.fail("bytes", "expected at least 1 byte");
-      pad_.alloc(r.string("buffer"), bytes, what_ + ": " + where);
+      const std::string buf = r.string("buffer");
+      pad_.alloc(buf, bytes, what_ + ": " + where);
+      read_view(r, buf);
+      if (functional_) {
+        emit(Op::Alloc, 0, 0, where, mult);
+        fn_item().buffer = slots_[buf];
+      }
     } else if (op == "free") {
-      pad_.free(r.string("buffer"), what_ + ": " + where);
+      const std::string buf = r.string("buffer");
+      pad_.free(buf, what_ + ": " + where);
+      if (functional_) {
+        emit(Op::Free, 0, 0, where, mult);
+        fn_item().buffer = slot(r, "buffer", buf);
+        slots_.erase(buf);
+      }
+    } else if (op == "init") {
+      // A weight preloaded on chip before the run: no cycles, values in functional mode.
+      const std::string buf = r.string("buffer");
+      pad_.size_of(buf, what_ + ": " + where);
+      if (functional_) {
+        emit(Op::Init, 0, 0, where, mult);
+        fn_item().buffer = slot(r, "buffer", buf);
+        require_view(r, "buffer", fn_item().buffer);
+      }
     } else if (op == "compute") {
       read_compute(r, where, mult);
     } else if (op == "send" || op == "recv") {
@@ -198,6 +311,22 @@ class CoreReader {
       t.first += mult;
       t.second += mult * bytes;
       emit(op == "send" ? Op::Send : Op::Recv, p, bytes, where, mult);
+      if (op == "send" && r.has("box")) {
+        JsonReader br(r.value("box"), what_, r.where("box"), 'p');
+        Box b;
+        const std::string buf = r.string("buffer");
+        std::size_t n = functional_ ? out_.views[slot(r, "buffer", buf)].origin.size() : br.value("origin").size();
+        b.origin = ints(br, br.value("origin"), "origin", n);
+        b.extent = ints(br, br.value("extent"), "extent", n);
+        br.reject_unknown_keys();
+        if (functional_) fn_item().box = std::move(b);
+      } else if (op == "send" && functional_) {
+        r.fail("box", "functional mode needs every send to name the box of values it carries");
+      }
+      if (functional_) {
+        fn_item().buffer = slot(r, "buffer", r.string("buffer"));
+        require_view(r, "buffer", fn_item().buffer);
+      }
     } else if (op == "sync") {
       std::string g = r.string("group", "all");
       auto it = groups_.find(g);
@@ -214,9 +343,16 @@ class CoreReader {
         r.fail("bytes", fmt::format("{} bytes exceed off-chip tensor '{}' of {} bytes", bytes,
                                     prog_.tensors[t].name, prog_.tensors[t].bytes));
       emit(op == "load" ? Op::Load : Op::Store, t, bytes, where, mult);
+      if (functional_) {
+        fn_item().buffer = slot(r, "buffer", r.string("buffer"));
+        require_view(r, "buffer", fn_item().buffer);
+      }
     } else if (op == "repeat") {
       std::uint64_t count = r.u64("count");
       if (count == 0 || count > 0xffffffffu) r.fail("count", "expected 1..4294967295");
+      if (functional_)
+        r.fail("op", "functional mode needs unrolled programs (each iteration touches different "
+                     "values); compile with --functional");
       auto before = pad_.live_buffers();
       std::size_t begin = out_.code.size();
       emit(Op::LoopBegin, static_cast<std::uint32_t>(count), 0, where, mult);
@@ -227,8 +363,8 @@ class CoreReader {
         r.fail("body", "a repeat body must free every buffer it allocates and allocate every "
                        "buffer it frees");
     } else {
-      r.fail("op", fmt::format("unknown op \"{}\" (expected alloc, free, compute, send, recv, "
-                               "sync, load, store or repeat)", op));
+      r.fail("op", fmt::format("unknown op \"{}\" (expected alloc, free, init, compute, send, "
+                               "recv, sync, load, store or repeat)", op));
     }
     r.reject_unknown_keys();
   }
@@ -241,6 +377,12 @@ class CoreReader {
   const std::unordered_map<std::string, std::uint32_t>& tensors_;
   CoreProgram& out_;
   Scratchpad pad_;
+  bool functional_ = false;
+  std::uint32_t tag_ = kNoTag;
+  std::unordered_map<std::string, std::uint32_t> slots_;
+
+ public:
+  void set_functional(bool f) { functional_ = f; }
 };
 
 void read_groups(const JsonReader& r, const Config& cfg, Program& prog,
@@ -327,9 +469,55 @@ void check_tally(const Tally& t, const Program& prog, const std::string& what) {
   }
 }
 
+
+void read_functional_tables(const JsonReader& r, Program& prog) {
+  if (r.has("tags")) {
+    const Json& arr = r.value("tags");
+    if (!arr.is_array()) r.fail("tags", "expected an array of {op, phase}");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      JsonReader t(arr[i], r.what(), fmt::format("tags[{}]", i), 'p');
+      Tag tag{t.string("op"), t.string("phase", "main")};
+      if (tag.phase != "setup" && tag.phase != "input" && tag.phase != "main")
+        t.fail("phase", "expected \"setup\", \"input\" or \"main\"");
+      t.reject_unknown_keys();
+      prog.tags.push_back(std::move(tag));
+    }
+  }
+  if (r.has("data_tensors")) {
+    const Json& arr = r.value("data_tensors");
+    if (!arr.is_array()) r.fail("data_tensors", "expected an array of {name, shape}");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      JsonReader t(arr[i], r.what(), fmt::format("data_tensors[{}]", i), 'p');
+      std::string name = t.string("name");
+      const Json& sh = t.value("shape");
+      std::vector<std::int64_t> shape;
+      if (!sh.is_array() || sh.empty()) t.fail("shape", "expected a non-empty array of positive integers");
+      for (const auto& d : sh) {
+        if (!d.is_number_integer() || d.get<std::int64_t>() <= 0) t.fail("shape", "expected a non-empty array of positive integers");
+        shape.push_back(d.get<std::int64_t>());
+      }
+      t.reject_unknown_keys();
+      prog.data_tensors.push_back({name, shape});
+    }
+  }
+  if (r.has("exprs")) {
+    const Json& arr = r.value("exprs");
+    if (!arr.is_array()) r.fail("exprs", "expected an array of tensor expressions");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      if (!arr[i].is_string()) r.fail("exprs", fmt::format("item {} is not a string", i));
+      try {
+        prog.exprs.push_back(ir::parse_expr(arr[i].get<std::string>()));
+      } catch (const Error& e) {
+        r.fail("exprs", fmt::format("item {}: {}", i, e.what()));
+      }
+    }
+  }
+}
+
 }  // namespace
 
-Program parse_program(const Json& json, const std::string& what, const Config& cfg) {
+Program parse_program(const Json& json, const std::string& what, const Config& cfg,
+                      const ProgramOptions& options) {
   JsonReader r(json, what, "", 'p');
   std::string format = r.string("format");
   if (format != "tessera-program") r.fail("format", "expected \"tessera-program\"");
@@ -339,6 +527,11 @@ Program parse_program(const Json& json, const std::string& what, const Config& c
   std::unordered_map<std::string, std::uint32_t> group_index, tensor_index;
   read_groups(r, cfg, prog, group_index);
   read_tensors(r, cfg, prog, tensor_index);
+  read_functional_tables(r, prog);
+  prog.functional = options.functional;
+  if (options.functional && prog.data_tensors.empty())
+    throw ProgramError(fmt::format("{}: functional mode needs data_tensors, exprs and views "
+                                   "(compile with --functional)", what));
 
   const Json& cores = r.value("cores");
   if (!cores.is_array()) r.fail("cores", "expected an array of {core, items}");
@@ -365,6 +558,7 @@ Program parse_program(const Json& json, const std::string& what, const Config& c
     CoreProgram& cp = prog.cores[i];
     cp.core = static_cast<std::uint32_t>(c.u64("core"));
     CoreReader reader(cfg, prog, tally, what, group_index, tensor_index, cp);
+    reader.set_functional(options.functional);
     reader.read_items(c.value("items"), path + ".items", 1);
     reader.finish();
     c.reject_unknown_keys();
@@ -376,8 +570,8 @@ Program parse_program(const Json& json, const std::string& what, const Config& c
   return prog;
 }
 
-Program load_program(const std::string& path, const Config& cfg) {
-  return parse_program(read_json_file(path), path, cfg);
+Program load_program(const std::string& path, const Config& cfg, const ProgramOptions& options) {
+  return parse_program(read_json_file(path), path, cfg, options);
 }
 
 }  // namespace tessera::sim

@@ -10,10 +10,15 @@
 #include "sim/common/json_reader.h"
 #include "sim/config/config.h"
 #include "sim/core/compute_model.h"
+#include "sim/functional/data.h"
 
 namespace tessera::sim {
 
-enum class Op : std::uint8_t { Compute, Send, Recv, Sync, Load, Store, LoopBegin, LoopEnd };
+enum class Op : std::uint8_t {
+  Compute, Send, Recv, Sync, Load, Store, LoopBegin, LoopEnd,
+  Alloc, Free, Init  // functional mode only: buffers that hold values, weights preloaded (0 cycles)
+};
+constexpr std::uint32_t kNoTag = ~0u;
 
 // Run-time form of a work item (alloc/free are resolved at load time and vanish).
 struct Item {
@@ -21,8 +26,18 @@ struct Item {
   ComputeKind kind = ComputeKind::Matmul;  // Compute only
   std::uint32_t arg = 0;  // Send/Recv: peer core; Sync: group; Load/Store: tensor;
                           // LoopBegin: count; LoopEnd: index of its LoopBegin
-  std::uint32_t where = 0;  // index into CoreProgram::where (diagnostics)
+  std::uint32_t where = 0;  // index into CoreProgram::where (diagnostics, functional details)
+  std::uint32_t tag = kNoTag;  // index into Program::tags: which operator and phase it belongs to
   std::uint64_t value = 0;  // Send/Recv/Load/Store: bytes; Compute: cycles
+};
+
+// Functional details of an item (functional mode): buffers are slots in CoreProgram::views.
+struct FunctionalItem {
+  int expr = -1;  // Compute: index into Program::exprs
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;  // Compute: per axis [lo, hi)
+  std::vector<std::uint32_t> inputs;                          // Compute: buffer slots
+  std::uint32_t buffer = 0;  // Compute: output; Send/Recv/Load/Store/Init/Alloc/Free: the buffer
+  Box box;                   // Send: the values carried
 };
 
 struct CoreProgram {
@@ -31,6 +46,14 @@ struct CoreProgram {
   std::vector<std::string> where;  // "cores[2].items[5]" for each item, for error messages
   Bytes peak_scratchpad_bytes = 0;
   std::uint64_t work_items = 0;  // items executed, counting loop iterations
+  std::vector<FunctionalItem> functional;  // by Item::where, functional mode only
+  std::vector<View> views;                 // buffer slots, functional mode only
+};
+
+// What an item tag names: an operator of the compiled model and the phase of its execution.
+struct Tag {
+  std::string op;
+  std::string phase;  // "setup" (idle -> active layout), "input" (re-layout), "main"
 };
 
 struct Group {
@@ -50,11 +73,21 @@ struct Program {
   std::vector<Group> groups;  // groups[0] is "all": every core listed in the program
   std::vector<OffchipTensor> tensors;
   std::vector<CoreProgram> cores;  // only the cores that have work, ascending core id
+  std::vector<Tag> tags;
+  // Functional mode: global tensors (shape) and the kernels compute items evaluate.
+  bool functional = false;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> data_tensors;
+  std::vector<ir::Expr> exprs;
   std::uint64_t total_work_items() const;
 };
 
 // Parses and validates; `what` names the source in errors (a file name).
-Program parse_program(const Json& json, const std::string& what, const Config& config);
-Program load_program(const std::string& path, const Config& config);
+struct ProgramOptions {
+  bool functional = false;  // keep the values-carrying details (the program must have them)
+};
+Program parse_program(const Json& json, const std::string& what, const Config& config,
+                      const ProgramOptions& options = {});
+Program load_program(const std::string& path, const Config& config,
+                     const ProgramOptions& options = {});
 
 }  // namespace tessera::sim

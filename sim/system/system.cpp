@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "sim/common/clock.h"
 #include "sim/common/error.h"
 #include "sim/results/trace.h"
@@ -10,15 +12,21 @@ namespace tessera::sim {
 
 System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog,
                TraceRecorder* trace)
-    : sc_core::sc_module(name), cfg_(cfg), prog_(prog), network_("network", cfg, trace),
+    : sc_core::sc_module(name), cfg_(cfg), prog_(prog), tags_(prog.tags.size()),
+      network_("network", cfg, trace),
       links_("chip_links", cfg.system), barrier_("barrier", cfg, prog),
       memory_("offchip", cfg, trace) {
   network_.boundary.bind(links_);
+  if (prog.functional) {
+    fx_ = std::make_unique<FunctionalContext>();
+    fx_->program = &prog;
+    for (const auto& [n, shape] : prog.data_tensors) fx_->store.add(n, shape);
+  }
   for (const CoreProgram& cp : prog.cores) {
     const std::uint32_t chip = cfg.chip_of(cp.core);
     int track = trace ? trace->add_track(fmt::format("chip {} cores", chip), fmt::format("core {}", cp.core)) : -1;
     cores_.push_back(std::make_unique<Core>(fmt::format("core_{}", cp.core).c_str(), cp, chip, trace,
-                                            track, status_));
+                                            track, status_, tags_, fx_.get()));
     Core& c = *cores_.back();
     c.net.bind(network_);
     c.barrier.bind(barrier_);
@@ -112,7 +120,59 @@ Json System::results() const {
   for (std::uint32_t c = 0; c < cfg_.system.chips; ++c)
     off.push_back({{"chip", c}, {"bytes_read", memory_.bytes_read(c)}, {"bytes_written", memory_.bytes_written(c)}});
   r["offchip"] = std::move(off);
+  if (!prog_.tags.empty()) r["operators"] = operators(total);
+  if (fx_) r["outputs"] = outputs();
   return r;
+}
+
+// Per operator (in first-appearance order of its tags): wall-clock span from its first item's
+// start to its last item's end, and per phase the busy cycles by activity averaged over the
+// cores of the program.
+Json System::operators(Cycles total) const {
+  (void)total;
+  const double ncores = static_cast<double>(std::max<std::size_t>(1, prog_.cores.size()));
+  std::vector<std::string> order;
+  std::map<std::string, Json> by_op;
+  for (std::size_t t = 0; t < prog_.tags.size(); ++t) {
+    const Tag& tag = prog_.tags[t];
+    if (!by_op.count(tag.op)) {
+      order.push_back(tag.op);
+      by_op[tag.op] = Json{{"name", tag.op}, {"start_cycle", ~Cycles{0}}, {"end_cycle", Cycles{0}},
+                           {"compute_cycles", 0.0}, {"exchange_cycles", 0.0}, {"sync_cycles", 0.0},
+                           {"setup_cycles", 0.0}, {"memory_cycles", 0.0}};
+    }
+    Json& j = by_op[tag.op];
+    if (tags_.last[t] == 0 && tags_.first[t] == ~Cycles{0}) continue;
+    j["start_cycle"] = std::min(j["start_cycle"].get<Cycles>(), tags_.first[t]);
+    j["end_cycle"] = std::max(j["end_cycle"].get<Cycles>(), tags_.last[t]);
+    const auto& b = tags_.busy[t];
+    auto avg = [&](Activity a) { return static_cast<double>(b[static_cast<int>(a)]) / ncores; };
+    const double exch = avg(Activity::Send) + avg(Activity::Recv);
+    if (tag.phase == "setup") {
+      j["setup_cycles"] = j["setup_cycles"].get<double>() + exch + avg(Activity::Sync) + avg(Activity::Compute);
+    } else {
+      j["compute_cycles"] = j["compute_cycles"].get<double>() + avg(Activity::Compute);
+      j["exchange_cycles"] = j["exchange_cycles"].get<double>() + exch;
+      j["sync_cycles"] = j["sync_cycles"].get<double>() + avg(Activity::Sync);
+    }
+    j["memory_cycles"] = j["memory_cycles"].get<double>() + avg(Activity::Memory);
+  }
+  Json out = Json::array();
+  for (const auto& n : order) {
+    Json j = by_op[n];
+    if (j["start_cycle"].get<Cycles>() == ~Cycles{0}) j["start_cycle"] = 0;
+    j["cycles"] = j["end_cycle"].get<Cycles>() - j["start_cycle"].get<Cycles>();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Functional mode: every tensor the program stored, with its values in row-major order.
+Json System::outputs() const {
+  Json out = Json::object();
+  for (const auto& [name, t] : fx_->store.tensors())
+    if (t.written) out[name] = Json{{"shape", t.shape}, {"values", t.values}};
+  return out;
 }
 
 }  // namespace tessera::sim

@@ -25,10 +25,14 @@ class System : public sc_core::sc_module {
 
  private:
   void check_finished() const;
+  Json operators(Cycles total) const;
+  Json outputs() const;
 
   const Config& cfg_;
   const Program& prog_;
   RunStatus status_;
+  TagStats tags_;
+  std::unique_ptr<FunctionalContext> fx_;
   Network network_;
   ChipLinks links_;
   Barrier barrier_;
