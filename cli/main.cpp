@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cli/bench.h"
+#include "cli/compile_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
 #include "sim/results/results.h"
@@ -72,6 +73,12 @@ int main(int argc, char** argv) {
   gen_a2a->add_option("--bytes", a2a.bytes, "bytes per pair")->capture_default_str();
   gen_a2a->add_option("--out", gen_out, "output file (default: stdout)");
 
+  tessera::cli::CompileArgs comp, runa;
+  auto* compile = app.add_subcommand("compile", "compile a model to a program (T10 compute-shift or VGM baseline)");
+  tessera::cli::add_compile_options(compile, comp, false);
+  auto* run = app.add_subcommand("run", "compile a model and simulate it; print the per-operator table");
+  tessera::cli::add_compile_options(run, runa, true);
+
   auto* bench = app.add_subcommand("bench", "benchmarks that print speed figures");
   bench->require_subcommand(1);
   tessera::cli::BenchOptions bopt;
@@ -91,6 +98,8 @@ int main(int argc, char** argv) {
       else write_json(gen_out, p);
       return 0;
     }
+    if (compile->parsed()) return tessera::cli::compile_cmd(comp);
+    if (run->parsed()) return tessera::cli::run_cmd(runa);
     if (bench_sim->parsed()) {
       tessera::cli::bench_sim(bopt);
       return 0;

@@ -168,6 +168,9 @@ class CoreReader {
       r.fail("dtype", fmt::format("unknown dtype \"{}\" (expected int8, fp16, fp32 or int32)", dname));
     const std::uint64_t s = dtype_bytes(dtype);
     auto inputs = names(r, "inputs");
+    // With "eval", the expression says what is read (a window, a broadcast operand, im2col
+    // patches of a convolution): dense operand sizes do not apply to inputs.
+    const bool dense_inputs = !r.has("eval");
     std::string output = r.string("output");
     auto want_inputs = [&](std::size_t lo, std::size_t hi) {
       if (inputs.size() < lo || inputs.size() > hi)
@@ -193,8 +196,10 @@ class CoreReader {
       if (!core.matrix.macs_per_cycle.count(dtype))
         r.fail("dtype", fmt::format("the matrix unit of this config does not support {}", dname));
       want_inputs(2, 2);
-      require_buffer(inputs[0], sh.batch * sh.m * sh.k * s, where, "input A");
-      require_buffer(inputs[1], sh.k * sh.n * s, where, "input B");
+      if (dense_inputs) {
+        require_buffer(inputs[0], sh.batch * sh.m * sh.k * s, where, "input A");
+        require_buffer(inputs[1], sh.k * sh.n * s, where, "input B");
+      }
       require_buffer(output, sh.batch * sh.m * sh.n * s, where, "output");
       cycles = matmul_cycles(core, dtype, sh);
     } else if (auto op = parse_vec_op(kind)) {
@@ -202,8 +207,10 @@ class CoreReader {
       std::uint64_t n = positive("elements");
       bool binary = *op == VecOp::Add || *op == VecOp::Sub || *op == VecOp::Mul ||
                     *op == VecOp::Div || *op == VecOp::Max;
-      want_inputs(binary ? 2 : 1, binary ? 2 : 1);
-      for (const auto& in : inputs) require_buffer(in, n * s, where, "input");
+      // A binary op with one input buffer takes its other operand as a constant (X * 0.125).
+      want_inputs(1, binary ? 2 : 1);
+      if (dense_inputs)
+        for (const auto& in : inputs) require_buffer(in, n * s, where, "input");
       require_buffer(output, n * s, where, "output");
       cycles = elementwise_cycles(core, *op, n);
     } else if (kind == "reduce_sum" || kind == "reduce_max" || kind == "softmax" ||
@@ -216,8 +223,10 @@ class CoreReader {
       bool reduce = ck == ComputeKind::ReduceSum || ck == ComputeKind::ReduceMax;
       if (ck == ComputeKind::Layernorm) want_inputs(1, 3); else want_inputs(1, 1);
       if (inputs.size() == 2) r.fail("inputs", "layernorm takes x, or x, gamma and beta");
-      require_buffer(inputs[0], rows * cols * s, where, "input");
-      for (std::size_t i = 1; i < inputs.size(); ++i) require_buffer(inputs[i], cols * s, where, "scale/shift");
+      if (dense_inputs) {
+        require_buffer(inputs[0], rows * cols * s, where, "input");
+        for (std::size_t i = 1; i < inputs.size(); ++i) require_buffer(inputs[i], cols * s, where, "scale/shift");
+      }
       require_buffer(output, (reduce ? rows : rows * cols) * s, where, "output");
       cycles = row_op_cycles(core, ck, rows, cols);
     } else {

@@ -1,0 +1,117 @@
+#include "cli/compile_cmd.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "compiler/ir/workload_json.h"
+#include "sim/common/error.h"
+#include "sim/results/results.h"
+#include "sim/simulate.h"
+
+namespace tessera::cli {
+
+namespace {
+
+void write_json(const std::string& path, const Json& j, int indent) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("{}: cannot write file", path));
+  out << j.dump(indent) << "\n";
+  if (!out) throw Error(fmt::format("{}: write failed", path));
+}
+
+ir::Workload workload(const CompileArgs& a) {
+  ir::ModelOptions mo;
+  mo.batch = a.batch;
+  mo.seq_len = a.seq;
+  mo.layers = a.layers;
+  return compiler::load_workload(a.workload, mo);
+}
+
+}  // namespace
+
+void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
+  cmd->add_option("--config", a.config, "hardware config JSON (docs/config.md)")->required();
+  cmd->add_option("--workload", a.workload, "built-in model name, workload JSON (docs/workload.md) or .onnx file")->required();
+  cmd->add_option("--planner", a.opt.planner, "t10 (compute-shift) or vgm (load-compute-store baseline)")
+      ->check(CLI::IsMember({"t10", "vgm"}))->capture_default_str();
+  cmd->add_option("--batch", a.batch, "batch size of a built-in model")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seq", a.seq, "sequence length of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--layers", a.layers, "layers of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "bounded per-core buffer that rotations go through")->capture_default_str();
+  cmd->add_option("--min-parallelism", a.opt.min_parallelism, "fraction of cores a plan must use (relaxed when no plan can)")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd->add_option("--min-padding-ratio", a.opt.min_padding_ratio, "smallest |tensor| / |padded tensor| a plan may have")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd->add_option("--reserve-bytes", a.opt.reserve_bytes, "per-core scratchpad kept for code and runtime")->capture_default_str();
+  cmd->add_flag("--functional", a.opt.functional, "carry real values: unrolled program, outputs checked against a reference evaluation");
+  if (run) {
+    cmd->add_option("--out", a.results, "write the results JSON (with the per-operator table) here");
+    cmd->add_option("--trace", a.trace, "write a Chrome trace-event JSON here");
+    cmd->add_flag("--quiet", a.quiet, "print only the summary line");
+  } else {
+    cmd->add_option("--out", a.out, "write the program JSON here")->required();
+    cmd->add_flag("--save-workload", a.save_workload, "also write the workload JSON beside the program (<out>.workload.json)");
+  }
+}
+
+int compile_cmd(const CompileArgs& a) {
+  const sim::Config cfg = sim::load_config(a.config);
+  const ir::Workload w = workload(a);
+  const compiler::Compiled c = compiler::compile(w, cfg, a.opt);
+  write_json(a.out, c.program, -1);
+  if (a.save_workload) write_json(a.out + ".workload.json", ir::workload_to_json(w), 2);
+  fmt::print("{}: {} operators, {} planner, predicted {:.0f} cycles; compiled in {:.2f} s; program written to {}\n",
+             w.name, w.ops().size(), a.opt.planner, c.schedule.predicted_cycles, c.compile_seconds, a.out);
+  return 0;
+}
+
+int run_cmd(const CompileArgs& a) {
+  const sim::Config cfg = sim::load_config(a.config);
+  const ir::Workload w = workload(a);
+  const compiler::Compiled c = compiler::compile(w, cfg, a.opt);
+  sim::ProgramOptions po;
+  po.functional = a.opt.functional;
+  const sim::Program prog = sim::parse_program(c.program, w.name + " (compiled)", cfg, po);
+  sim::SimOptions so;
+  so.trace_path = a.trace;
+  sim::SimOutcome o = sim::simulate(cfg, prog, so);
+  Json report = compiler::operator_report(w, c, o.results);
+  o.results["planner"] = a.opt.planner;
+  o.results["predicted_cycles"] = c.schedule.predicted_cycles;
+  o.results["operator_table"] = report;
+  o.results["idle_bytes_per_core"] = c.schedule.idle_bytes_per_core;
+  double exch = 0, total = 0;
+  for (const auto& r : report) {
+    if (!r.contains("simulated")) continue;
+    exch += r["simulated"]["exchange_cycles"].get<double>() + r["simulated"]["setup_cycles"].get<double>();
+    total += r["simulated"]["cycles"].get<double>();
+  }
+  o.results["exchange_share"] = total > 0 ? exch / total : 0.0;
+  if (a.opt.functional) {
+    auto ref = lower::reference_outputs(w);
+    double worst = 0;
+    for (const auto& [name, vals] : ref) {
+      if (!o.results["outputs"].contains(name)) throw Error(fmt::format("functional run: output '{}' was never stored", name));
+      const auto got = o.results["outputs"][name]["values"].get<std::vector<float>>();
+      for (std::size_t i = 0; i < vals.size(); ++i)
+        worst = std::max(worst, static_cast<double>(std::abs(got[i] - vals[i])) / (1.0 + std::abs(vals[i])));
+    }
+    o.results["functional_max_error"] = worst;
+  }
+  if (!a.results.empty()) write_json(a.results, o.results, 2);
+  if (!a.quiet) fmt::print("{}", compiler::format_operator_table(report));
+  fmt::print("{}: {} planner: {} cycles ({:.3f} ms), predicted {:.0f}; exchange {:.1f}% of operator time; "
+             "compile {:.2f} s, simulate {:.2f} s",
+             w.name, a.opt.planner, o.results["total_cycles"].get<std::uint64_t>(),
+             o.results["total_seconds"].get<double>() * 1e3, c.schedule.predicted_cycles,
+             100.0 * o.results["exchange_share"].get<double>(), c.compile_seconds, o.host_cpu_seconds);
+  if (a.opt.functional) fmt::print("; outputs match the reference (max relative error {:.2e})", o.results["functional_max_error"].get<double>());
+  fmt::print("\n");
+  if (a.opt.functional && o.results["functional_max_error"].get<double>() > 1e-3)
+    throw Error(fmt::format("functional run: outputs differ from the reference evaluation (max relative error {:.3e})",
+                            o.results["functional_max_error"].get<double>()));
+  return 0;
+}
+
+}  // namespace tessera::cli

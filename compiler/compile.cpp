@@ -1,0 +1,91 @@
+#include "compiler/compile.h"
+
+#include <fmt/format.h>
+
+#include "compiler/ir/onnx_import.h"
+#include "compiler/ir/workload_json.h"
+#include "sim/common/error.h"
+#include "sim/simulate.h"
+
+namespace tessera::compiler {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+}  // namespace
+
+ir::Workload load_workload(const std::string& spec, const ir::ModelOptions& opt) {
+  if (ends_with(spec, ".json")) return ir::load_workload_json(spec);
+  if (ends_with(spec, ".onnx")) return ir::import_onnx(spec);
+  if (ir::is_model_name(spec)) return ir::build_model(spec, opt);
+  std::string names;
+  for (const auto& n : ir::model_names()) names += (names.empty() ? "" : ", ") + n;
+  throw Error(fmt::format("workload '{}': not a .json or .onnx file and not a built-in model ({})", spec, names));
+}
+
+Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOptions& o) {
+  const double t0 = sim::process_cpu_seconds();
+  if (o.planner != "t10" && o.planner != "vgm")
+    throw Error(fmt::format("planner '{}': expected t10 or vgm", o.planner));
+  if (o.shift_buffer_bytes < 64) throw Error("shift buffer: expected at least 64 bytes");
+  schedule::Options so;
+  so.target.config = &cfg;
+  so.target.cores = static_cast<std::int64_t>(cfg.total_cores());
+  so.target.shift_buffer_bytes = o.shift_buffer_bytes;
+  so.target.min_parallelism = o.min_parallelism;
+  so.target.min_padding_ratio = o.min_padding_ratio;
+  so.reserve_bytes = o.reserve_bytes;
+  Compiled c;
+  c.schedule = o.planner == "t10" ? schedule::schedule_t10(w, so) : schedule::schedule_vgm(w, so);
+  lower::Options lo;
+  lo.functional = o.functional;
+  lo.shift_buffer_bytes = o.shift_buffer_bytes;
+  c.program = lower::lower(w, c.schedule, cfg, lo);
+  c.compile_seconds = sim::process_cpu_seconds() - t0;
+  return c;
+}
+
+Json operator_report(const ir::Workload& w, const Compiled& c, const Json& results) {
+  std::map<std::string, Json> sim_ops;
+  if (results.contains("operators"))
+    for (const auto& j : results["operators"]) sim_ops[j["name"].get<std::string>()] = j;
+  Json rows = Json::array();
+  for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    const auto& op = w.ops()[i];
+    const auto& os = c.schedule.ops[i];
+    Json r{{"name", op.name}, {"kind", ir::kind_name(op.expr.kind)}, {"plan", os.active.describe()},
+           {"idle_plan", os.idle.describe()}, {"cores", os.active.cores}, {"steps", os.active.steps},
+           {"memory_bytes_per_core", os.active.cost.memory_bytes}, {"pareto_plans", os.pareto_size},
+           {"predicted", {{"cycles", os.active.cost.total_cycles + os.setup_cycles},
+                          {"compute_cycles", os.active.cost.compute_cycles},
+                          {"exchange_cycles", os.active.cost.shift_cycles},
+                          {"sync_cycles", os.active.cost.sync_cycles},
+                          {"setup_cycles", os.setup_cycles}}}};
+    if (sim_ops.count(op.name)) {
+      const Json& s = sim_ops[op.name];
+      r["simulated"] = Json{{"cycles", s["cycles"]}, {"compute_cycles", s["compute_cycles"]},
+                            {"exchange_cycles", s["exchange_cycles"]}, {"sync_cycles", s["sync_cycles"]},
+                            {"setup_cycles", s["setup_cycles"]}};
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string format_operator_table(const Json& report) {
+  std::string s = fmt::format("{:<28} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}  {}\n", "operator", "cycles",
+                              "compute", "exchange", "sync", "setup", "KiB/core", "plan");
+  for (const auto& r : report) {
+    const Json& x = r.contains("simulated") ? r["simulated"] : r["predicted"];
+    auto num = [&](const char* k) { return x[k].get<double>(); };
+    std::string name = r["name"].get<std::string>();
+    if (name.size() > 28) name = name.substr(0, 27) + "~";
+    s += fmt::format("{:<28} {:>10.0f} {:>10.0f} {:>10.0f} {:>9.0f} {:>9.0f} {:>9.1f}  {}\n", name, num("cycles"),
+                     num("compute_cycles"), num("exchange_cycles"), num("sync_cycles"), num("setup_cycles"),
+                     r["memory_bytes_per_core"].get<double>() / 1024.0, r["plan"].get<std::string>());
+  }
+  return s;
+}
+
+}  // namespace tessera::compiler

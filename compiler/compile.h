@@ -1,0 +1,38 @@
+#pragma once
+// The compiler's front door: load a workload (built-in model, JSON, ONNX), plan every operator,
+// schedule the model (T10 or VGM), lower to a program; and the per-operator report that joins
+// the plan with what the simulator measured.
+#include <string>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/models.h"
+#include "compiler/lower/lower.h"
+#include "compiler/schedule/schedule.h"
+#include "sim/config/config.h"
+
+namespace tessera::compiler {
+
+struct CompileOptions {
+  std::string planner = "t10";  // t10 | vgm
+  bool functional = false;
+  Bytes shift_buffer_bytes = 8192;
+  double min_parallelism = 0.5;
+  double min_padding_ratio = 0.9;
+  Bytes reserve_bytes = 0;
+};
+
+struct Compiled {
+  schedule::Schedule schedule;
+  Json program;
+  double compile_seconds = 0;  // host CPU time of planning, scheduling and lowering
+};
+
+// `spec` is a built-in model name, a .json workload or an .onnx file.
+ir::Workload load_workload(const std::string& spec, const ir::ModelOptions& opt);
+Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOptions& o);
+
+// One row per operator: plan, predicted and simulated cycles by phase, per-core memory.
+Json operator_report(const ir::Workload& w, const Compiled& c, const Json& results);
+std::string format_operator_table(const Json& report);
+
+}  // namespace tessera::compiler

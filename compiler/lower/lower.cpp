@@ -1,0 +1,609 @@
+#include "compiler/lower/lower.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "sim/common/error.h"
+#include "sim/functional/data.h"
+
+namespace tessera::lower {
+
+namespace {
+
+using sim::Box;
+using sim::View;
+using Coords = std::vector<std::int64_t>;
+
+Json box_json(const Box& b) { return Json{{"origin", b.origin}, {"extent", b.extent}}; }
+
+// Clips a box to a tensor's shape; false when nothing is left.
+bool clip(Box& b, const std::vector<std::int64_t>& shape) {
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    std::int64_t lo = std::max<std::int64_t>(b.origin[d], 0), hi = std::min(b.origin[d] + b.extent[d], shape[d]);
+    if (hi <= lo) return false;
+    b.origin[d] = lo;
+    b.extent[d] = hi - lo;
+  }
+  return true;
+}
+
+// Splits a box into pieces of at most `max_elems` elements, outer dimensions first.
+void split(const Box& b, std::int64_t max_elems, std::vector<Box>& out) {
+  if (b.elements() <= max_elems) { out.push_back(b); return; }
+  std::size_t d = 0;
+  while (d < b.extent.size() && b.extent[d] == 1) ++d;
+  std::int64_t inner = 1;
+  for (std::size_t e = d + 1; e < b.extent.size(); ++e) inner *= b.extent[e];
+  const std::int64_t rows = std::max<std::int64_t>(1, max_elems / inner);
+  for (std::int64_t r = 0; r < b.extent[d]; r += rows) {
+    Box s = b;
+    s.origin[d] = b.origin[d] + r;
+    s.extent[d] = std::min(rows, b.extent[d] - r);
+    if (inner > max_elems) split(s, max_elems, out);
+    else out.push_back(s);
+  }
+}
+
+struct Home {
+  std::string buffer;
+  std::vector<View> views;  // per core; empty tensor name: the core holds none of it
+};
+
+// Geometry of a plan on cores 0..cores-1: mixed-radix coordinates over the plan's axes.
+class Geometry {
+ public:
+  Geometry(const plan::Plan& p, const ir::Operator& op) : p_(p), op_(op) {}
+
+  Coords coords(std::int64_t c) const {
+    Coords idx(p_.axes.size());
+    for (std::size_t a = p_.axes.size(); a-- > 0;) { idx[a] = c % p_.fop[a]; c /= p_.fop[a]; }
+    return idx;
+  }
+  std::int64_t core(const Coords& idx) const {
+    std::int64_t c = 0;
+    for (std::size_t a = 0; a < p_.axes.size(); ++a) c = c * p_.fop[a] + idx[a];
+    return c;
+  }
+  std::int64_t axis_lo(const Coords& idx, std::size_t a) const { return idx[a] * p_.len[a]; }
+  // Ring coordinate of a part: (block, q) from the part's share axes.
+  std::int64_t j(const plan::Part& x, const Coords& idx) const {
+    std::int64_t v = 0;
+    for (int a : x.share_axes) v = v * p_.fop[static_cast<std::size_t>(a)] + idx[static_cast<std::size_t>(a)];
+    return v;
+  }
+  std::int64_t q(const plan::Part& x, const Coords& idx) const { return j(x, idx) % x.ft[static_cast<std::size_t>(x.rot_dim)]; }
+  // c0 on a rotating axis: the chunk this core computes at step 0 (skewed so that every ring
+  // holds ascending partitions and every core's operands meet, generalising Cannon).
+  std::int64_t c0(std::size_t a, const Coords& idx) const {
+    const std::int64_t n = p_.steps_on[a];
+    std::int64_t v = 0;
+    for (const auto& x : p_.parts)
+      if (x.rot_axis == static_cast<int>(a)) v += x.window_chunks * q(x, idx);
+    return v % n;
+  }
+  std::int64_t ring_pos(const plan::Part& x, const Coords& idx) const {
+    return c0(static_cast<std::size_t>(x.rot_axis), idx) / x.window_chunks;
+  }
+  // The core at ring position +delta of `x`'s ring.
+  std::int64_t neighbour(const plan::Part& x, const Coords& idx, std::int64_t delta) const {
+    const std::int64_t ft = x.ft[static_cast<std::size_t>(x.rot_dim)];
+    std::int64_t jj = j(x, idx);
+    jj = (jj / ft) * ft + (((jj % ft) + delta) % ft + ft) % ft;
+    Coords n = idx;
+    for (std::size_t i = x.share_axes.size(); i-- > 0;) {
+      const auto a = static_cast<std::size_t>(x.share_axes[i]);
+      n[a] = jj % p_.fop[a];
+      jj /= p_.fop[a];
+    }
+    return core(n);
+  }
+  // The sub-tensor box a core's sub-operator covers (before windowing).
+  Box sub_box(const ir::Access& acc, const Coords& idx) const {
+    Box b;
+    for (const auto& ix : acc.indices) {
+      std::int64_t lo = ix.offset, hi = ix.offset;
+      for (const auto& t : ix.terms) {
+        const std::size_t a = axis(t.axis);
+        lo += t.coeff * axis_lo(idx, a);
+        hi += t.coeff * (axis_lo(idx, a) + p_.len[a] - 1);
+      }
+      b.origin.push_back(lo);
+      b.extent.push_back(hi - lo + 1);
+    }
+    return b;
+  }
+  View view(std::size_t part, const Coords& idx) const {
+    const plan::Part& x = p_.parts[part];
+    const ir::Access& acc = part < op_.expr.inputs.size() ? op_.expr.inputs[part] : op_.expr.output;
+    Box b = sub_box(acc, idx);
+    View v{x.tensor, b.origin, b.extent, std::vector<bool>(b.origin.size(), false)};
+    if (x.rot_dim >= 0) {
+      const auto d = static_cast<std::size_t>(x.rot_dim);
+      const std::int64_t rp = p_.pace[static_cast<std::size_t>(x.rot_axis)];
+      v.origin[d] += ring_pos(x, idx) * x.window_chunks * rp;
+      v.extent[d] = x.window_chunks * rp;
+      v.cyclic[d] = true;
+    }
+    return v;
+  }
+  std::size_t axis(const std::string& name) const {
+    return static_cast<std::size_t>(std::find(p_.axes.begin(), p_.axes.end(), name) - p_.axes.begin());
+  }
+
+ private:
+  const plan::Plan& p_;
+  const ir::Operator& op_;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o)
+      : w_(w), s_(s), cfg_(cfg), o_(o), ncores_(cfg.total_cores()), items_(ncores_, Json::array()),
+        live_(ncores_, 0) {}
+
+  Json run() {
+    for (const auto& t : w_.tensors()) {
+      if (t.role == ir::TensorRole::Input) place_input(t);
+      if (t.role == ir::TensorRole::Weight) place_weight(t);
+    }
+    for (std::size_t i = 0; i < w_.ops().size(); ++i) run_op(i);
+    return program();
+  }
+
+ private:
+  // ---- items -------------------------------------------------------------------------------
+  void alloc(std::size_t c, const std::string& buf, const View& v, const std::string& where) {
+    const Bytes bytes = static_cast<Bytes>(v.elements()) * 2;
+    Json it{{"op", "alloc"}, {"buffer", buf}, {"bytes", bytes}};
+    if (o_.functional) it["view"] = Json{{"tensor", v.tensor}, {"origin", v.origin}, {"extent", v.extent}, {"cyclic", v.cyclic}};
+    items_[c].push_back(std::move(it));
+    live_[c] += bytes;
+    sizes_[{c, buf}] = bytes;
+    const Bytes sram = cfg_.chip.core.sram_bytes;
+    if (live_[c] > sram)
+      throw Error(fmt::format("workload '{}' does not fit ({} planner): at {}, core {} needs {} bytes of scratchpad "
+                              "but has {}; short by {} bytes", w_.name, s_.planner, where, c, live_[c], sram, live_[c] - sram));
+  }
+  void alloc_raw(std::size_t c, const std::string& buf, Bytes bytes, const std::string& where) {
+    View v;
+    v.tensor = "";
+    items_[c].push_back(Json{{"op", "alloc"}, {"buffer", buf}, {"bytes", bytes}});
+    live_[c] += bytes;
+    sizes_[{c, buf}] = bytes;
+    if (live_[c] > cfg_.chip.core.sram_bytes)
+      throw Error(fmt::format("workload '{}' does not fit ({} planner): at {}, core {} needs {} bytes of scratchpad "
+                              "but has {}; short by {} bytes", w_.name, s_.planner, where, c, live_[c],
+                              cfg_.chip.core.sram_bytes, live_[c] - cfg_.chip.core.sram_bytes));
+  }
+  void free(std::size_t c, const std::string& buf) {
+    items_[c].push_back(Json{{"op", "free"}, {"buffer", buf}});
+    live_[c] -= sizes_[{c, buf}];
+    sizes_.erase({c, buf});
+  }
+  int tag(const std::string& op, const std::string& phase) {
+    auto key = op + "\n" + phase;
+    auto it = tag_index_.find(key);
+    if (it != tag_index_.end()) return it->second;
+    tags_.push_back(Json{{"op", op}, {"phase", phase}});
+    return tag_index_[key] = static_cast<int>(tags_.size()) - 1;
+  }
+  int copy_expr(std::size_t rank) {
+    auto it = copy_exprs_.find(rank);
+    if (it != copy_exprs_.end()) return it->second;
+    std::string ix;
+    for (std::size_t d = 0; d < rank; ++d) ix += fmt::format("{}d{}", d ? "," : "", d);
+    exprs_.push_back(fmt::format("T[{}] = T[{}]", ix, ix));
+    return copy_exprs_[rank] = static_cast<int>(exprs_.size()) - 1;
+  }
+  std::string group(std::int64_t cores) {
+    if (cores >= static_cast<std::int64_t>(ncores_)) return "all";
+    std::string name = fmt::format("cores{}", cores);
+    if (!groups_.count(name)) {
+      Json m = Json::array();
+      for (std::int64_t c = 0; c < cores; ++c) m.push_back(c);
+      groups_[name] = m;
+    }
+    return name;
+  }
+
+  // ---- layouts -----------------------------------------------------------------------------
+  // Model inputs and VGM tensors: striped over all cores, one box per core, outer dims first.
+  std::vector<View> stripes(const ir::Tensor& t) const {
+    std::vector<std::int64_t> parts(t.shape.size(), 1);
+    std::int64_t left = ncores_;
+    for (std::size_t d = 0; d < t.shape.size() && left > 1; ++d) {
+      parts[d] = std::min(t.shape[d], left);
+      left /= parts[d];
+    }
+    std::vector<View> v(ncores_);
+    std::int64_t total = 1;
+    for (auto p : parts) total *= p;
+    for (std::int64_t c = 0; c < total; ++c) {
+      std::int64_t r = c;
+      View view{t.name, std::vector<std::int64_t>(t.shape.size()), std::vector<std::int64_t>(t.shape.size()), std::vector<bool>(t.shape.size(), false)};
+      for (std::size_t d = t.shape.size(); d-- > 0;) {
+        const std::int64_t i = r % parts[d];
+        r /= parts[d];
+        const std::int64_t len = (t.shape[d] + parts[d] - 1) / parts[d];
+        view.origin[d] = i * len;
+        view.extent[d] = std::max<std::int64_t>(0, std::min(len, t.shape[d] - i * len));
+      }
+      bool empty = false;
+      for (auto e : view.extent) empty = empty || e <= 0;
+      if (!empty) v[static_cast<std::size_t>(c)] = view;
+    }
+    return v;
+  }
+
+  std::vector<View> part_views(std::size_t op, std::size_t part, const plan::Plan& p) const {
+    const ir::Operator& o = w_.ops()[op];
+    Geometry g(p, o);
+    std::vector<View> v(ncores_);
+    for (std::int64_t c = 0; c < p.cores; ++c) v[static_cast<std::size_t>(c)] = g.view(part, g.coords(c));
+    return v;
+  }
+
+  void place_input(const ir::Tensor& t) {
+    Home h{t.name, stripes(t)};
+    const int tg = tag("(load inputs)", "main");
+    for (std::size_t c = 0; c < ncores_; ++c) {
+      if (h.views[c].tensor.empty()) continue;
+      alloc(c, h.buffer, h.views[c], fmt::format("model input '{}'", t.name));
+      Box b{h.views[c].origin, h.views[c].extent};
+      items_[c].push_back(Json{{"op", "load"}, {"tensor", t.name}, {"buffer", h.buffer}, {"bytes", b.elements() * 2}, {"tag", tg}});
+    }
+    offchip_.push_back(Json{{"name", t.name}, {"bytes", t.bytes()}});
+    homes_[t.name] = std::move(h);
+  }
+
+  void place_weight(const ir::Tensor& t) {
+    // T10: the idle plan of the (first) operator that reads it; VGM: stripes.
+    Home h{"w." + t.name, {}};
+    auto cons = w_.consumers(t.name);
+    if (cons.empty()) return;  // a weight nothing reads takes no space
+    if (s_.planner == "t10") {
+      const auto op = static_cast<std::size_t>(cons.front());
+      const auto& idle = s_.ops[op].idle;
+      for (std::size_t i = 0; i < idle.parts.size(); ++i)
+        if (idle.parts[i].tensor == t.name) { h.views = part_views(op, i, idle); break; }
+    } else {
+      h.views = stripes(t);
+    }
+    for (std::size_t c = 0; c < ncores_; ++c) {
+      if (h.views[c].tensor.empty()) continue;
+      alloc(c, h.buffer, h.views[c], fmt::format("weight '{}' at rest", t.name));
+      if (o_.functional) items_[c].push_back(Json{{"op", "init"}, {"buffer", h.buffer}});
+    }
+    homes_[t.name] = std::move(h);
+  }
+
+  // Moves a tensor from its home layout into `dst` views (buffer `buf`, already allocated):
+  // every destination box is gathered from the source boxes that hold it (replicas spread
+  // over the readers), sends first on every core, then local copies, then receives.
+  void redistribute(const Home& src, const std::vector<View>& dst, const std::string& buf, int tg) {
+    const ir::Tensor& t = w_.tensor(src.buffer == t_name(src) ? src.buffer : t_name(src));
+    const std::size_t rank = t.shape.size();
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(rank);
+    std::map<Coords, std::vector<std::size_t>> holders;
+    for (std::size_t c = 0; c < ncores_; ++c) {
+      const View& v = src.views[c];
+      if (v.tensor.empty()) continue;
+      Box b{v.origin, v.extent};
+      if (!clip(b, t.shape)) continue;
+      for (std::size_t d = 0; d < rank; ++d) iv[d].push_back({b.origin[d], b.origin[d] + b.extent[d]});
+      holders[b.origin].push_back(c);
+    }
+    for (auto& x : iv) { std::sort(x.begin(), x.end()); x.erase(std::unique(x.begin(), x.end()), x.end()); }
+    std::vector<Json> sends(ncores_, Json::array()), copies(ncores_, Json::array()), recvs(ncores_, Json::array());
+    for (std::size_t c = 0; c < ncores_; ++c) {
+      const View& v = dst[c];
+      if (v.tensor.empty()) continue;
+      Box want{v.origin, v.extent};
+      if (!clip(want, t.shape)) continue;
+      std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> hit(rank);
+      for (std::size_t d = 0; d < rank; ++d) {
+        const std::int64_t lo = want.origin[d], hi = lo + want.extent[d];
+        auto it = std::lower_bound(iv[d].begin(), iv[d].end(), std::make_pair(lo, std::int64_t{0}),
+                                   [](auto a, auto b) { return a.second <= b.first; });
+        for (; it != iv[d].end() && it->first < hi; ++it)
+          if (it->second > lo) hit[d].push_back(*it);
+      }
+      std::vector<std::size_t> pick(rank, 0);
+      bool done = false;
+      for (auto& h : hit) done = done || h.empty();
+      while (!done) {
+        Coords key(rank);
+        Box piece{Coords(rank), Coords(rank)};
+        for (std::size_t d = 0; d < rank; ++d) {
+          auto [lo, hi] = hit[d][pick[d]];
+          key[d] = lo;
+          piece.origin[d] = std::max(lo, want.origin[d]);
+          piece.extent[d] = std::min(hi, want.origin[d] + want.extent[d]) - piece.origin[d];
+        }
+        auto hs = holders.find(key);
+        if (hs != holders.end()) {
+          const auto& list = hs->second;
+          std::size_t from = std::find(list.begin(), list.end(), c) != list.end() ? c : list[c % list.size()];
+          const std::int64_t bytes = piece.elements() * 2;
+          if (from == c) {
+            Json ranges = Json::array();
+            for (std::size_t d = 0; d < rank; ++d) ranges.push_back({piece.origin[d], piece.origin[d] + piece.extent[d]});
+            copies[c].push_back(Json{{"op", "compute"}, {"kind", "copy"}, {"elements", piece.elements()},
+                                     {"inputs", {src.buffer}}, {"output", buf}, {"tag", tg},
+                                     {"eval", {{"expr", copy_expr(rank)}, {"ranges", ranges}}}});
+          } else {
+            sends[from].push_back(Json{{"op", "send"}, {"peer", c}, {"buffer", src.buffer}, {"bytes", bytes}, {"box", box_json(piece)}, {"tag", tg}});
+            recvs[c].push_back(Json{{"op", "recv"}, {"peer", from}, {"buffer", buf}, {"bytes", bytes}, {"tag", tg}});
+          }
+        }
+        std::size_t d = rank;
+        for (;;) {
+          if (d == 0) { done = true; break; }
+          --d;
+          if (++pick[d] < hit[d].size()) break;
+          pick[d] = 0;
+        }
+      }
+    }
+    for (std::size_t c = 0; c < ncores_; ++c) {
+      for (auto& j : sends[c]) items_[c].push_back(std::move(j));
+      for (auto& j : copies[c]) items_[c].push_back(std::move(j));
+      for (auto& j : recvs[c]) items_[c].push_back(std::move(j));
+    }
+  }
+  std::string t_name(const Home& h) const { for (const auto& v : h.views) if (!v.tensor.empty()) return v.tensor; return h.buffer; }
+
+  static bool same_views(const std::vector<View>& a, const std::vector<View>& b) {
+    for (std::size_t c = 0; c < a.size(); ++c)
+      if (a[c].tensor != b[c].tensor || a[c].origin != b[c].origin || a[c].extent != b[c].extent || a[c].cyclic != b[c].cyclic) return false;
+    return true;
+  }
+
+  // ---- operators ---------------------------------------------------------------------------
+  void run_op(std::size_t i) {
+    const ir::Operator& op = w_.ops()[i];
+    const plan::Plan& p = s_.ops[i].active;
+    const bool vgm = s_.planner == "vgm";
+    Geometry g(p, op);
+    const std::size_t nin = op.expr.inputs.size();
+    std::vector<std::string> bufs(p.parts.size());
+    std::vector<std::pair<std::size_t, std::string>> temps;  // (core-agnostic) buffers to free after
+    const int t_setup = tag(op.name, "setup"), t_input = tag(op.name, "input"), t_main = tag(op.name, "main");
+    for (std::size_t k = 0; k < nin; ++k) {
+      const ir::Tensor& t = w_.tensor(op.expr.inputs[k].tensor);
+      const Home& h = homes_.at(t.name);
+      auto views = part_views(i, k, p);
+      if (same_views(h.views, views)) { bufs[k] = h.buffer; continue; }
+      bufs[k] = fmt::format("{}.in{}", op.name, k);
+      for (std::size_t c = 0; c < ncores_; ++c)
+        if (!views[c].tensor.empty()) alloc(c, bufs[k], views[c], fmt::format("operator '{}' input '{}'", op.name, t.name));
+      temps.push_back({k, bufs[k]});
+      const bool setup = !vgm && t.role == ir::TensorRole::Weight;
+      redistribute(h, views, bufs[k], setup ? t_setup : t_input);
+    }
+    // Output: T10 keeps it where it is computed; VGM computes into a local buffer, then stores.
+    const ir::Tensor& out = w_.tensor(op.expr.output.tensor);
+    auto out_views = part_views(i, p.parts.size() - 1, p);
+    bufs.back() = vgm ? op.name + ".out" : out.name;
+    for (std::size_t c = 0; c < ncores_; ++c)
+      if (!out_views[c].tensor.empty()) alloc(c, bufs.back(), out_views[c], fmt::format("operator '{}' output", op.name));
+    bool rotates = !p.loop.empty();
+    const std::string grp = group(p.cores);
+    for (std::int64_t c = 0; c < p.cores; ++c) {
+      const auto cc = static_cast<std::size_t>(c);
+      if (rotates) alloc_raw(cc, "shift", o_.shift_buffer_bytes, fmt::format("operator '{}' shift buffer", op.name));
+      Coords idx = g.coords(c);
+      std::vector<std::int64_t> t(p.axes.size(), 0);
+      emit_loop(op, p, g, idx, bufs, t, 0, items_[cc], t_main, grp);
+      if (rotates) free(cc, "shift");
+    }
+    // Idle cores take part in the operator's syncs? No: the plan's group holds only its cores.
+    for (const auto& [k, b] : temps)
+      for (std::size_t c = 0; c < ncores_; ++c)
+        if (sizes_.count({c, b})) free(c, b);
+    if (vgm) {
+      Home h{out.name, stripes(out)};
+      for (std::size_t c = 0; c < ncores_; ++c)
+        if (!h.views[c].tensor.empty()) alloc(c, h.buffer, h.views[c], fmt::format("operator '{}' output in VGM", op.name));
+      redistribute(Home{bufs.back(), out_views}, h.views, h.buffer, t_main);
+      for (std::size_t c = 0; c < ncores_; ++c)
+        if (sizes_.count({c, bufs.back()})) free(c, bufs.back());
+      homes_[out.name] = std::move(h);
+    } else {
+      homes_[out.name] = Home{out.name, out_views};
+    }
+    if (out.output) store(out, t_main);
+    // Liveness: tensors whose last reader has run leave the scratchpad.
+    for (const auto& in : op.expr.inputs) {
+      const ir::Tensor& t = w_.tensor(in.tensor);
+      if (t.role == ir::TensorRole::Weight) continue;
+      auto cons = w_.consumers(t.name);
+      if (!cons.empty() && cons.back() == static_cast<int>(i) && homes_.count(t.name)) {
+        const Home& h = homes_.at(t.name);
+        for (std::size_t c = 0; c < ncores_; ++c)
+          if (sizes_.count({c, h.buffer})) free(c, h.buffer);
+        homes_.erase(t.name);
+      }
+    }
+    for (std::size_t c = 0; c < ncores_; ++c) items_[c].push_back(Json{{"op", "sync"}, {"tag", t_main}});
+  }
+
+  void store(const ir::Tensor& t, int tg) {
+    const Home& h = homes_.at(t.name);
+    for (std::size_t c = 0; c < ncores_; ++c) {
+      if (h.views[c].tensor.empty()) continue;
+      Box b{h.views[c].origin, h.views[c].extent};
+      if (!clip(b, t.shape)) continue;
+      items_[c].push_back(Json{{"op", "store"}, {"tensor", t.name}, {"buffer", h.buffer}, {"bytes", b.elements() * 2}, {"tag", tg}});
+    }
+    offchip_.push_back(Json{{"name", t.name}, {"bytes", t.bytes()}});
+  }
+
+  // The plan's loop nest on one core: compute at the innermost level, after each iteration of
+  // a level rotate the partitions that rotate on its axis. Unrolled in functional mode (each
+  // step touches different values), a `repeat` per level otherwise.
+  void emit_loop(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
+                 const std::vector<std::string>& bufs, std::vector<std::int64_t>& t, std::size_t level,
+                 Json& out, int tg, const std::string& grp) {
+    if (level == p.loop.size()) {
+      out.push_back(compute_item(op, p, g, idx, bufs, t, tg));
+      return;
+    }
+    const auto a = static_cast<std::size_t>(p.loop[level]);
+    const std::int64_t n = p.steps_on[a];
+    if (o_.functional) {
+      for (std::int64_t s = 0; s < n; ++s) {
+        emit_loop(op, p, g, idx, bufs, t, level + 1, out, tg, grp);
+        shift(op, p, g, idx, bufs, t, a, out, tg, grp);
+        ++t[a];
+      }
+      t[a] = 0;
+    } else {
+      Json body = Json::array();
+      emit_loop(op, p, g, idx, bufs, t, level + 1, body, tg, grp);
+      shift(op, p, g, idx, bufs, t, a, body, tg, grp);
+      out.push_back(Json{{"op", "repeat"}, {"count", n}, {"body", std::move(body)}});
+    }
+  }
+
+  Json compute_item(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
+                    const std::vector<std::string>& bufs, const std::vector<std::int64_t>& t, int tg) {
+    const plan::StepCompute sc = plan::step_compute(p, op, cfg_);
+    Json it{{"op", "compute"}, {"kind", sc.kind}, {"tag", tg}};
+    if (sc.kind == "matmul") { it["batch"] = sc.batch; it["m"] = sc.m; it["k"] = sc.k; it["n"] = sc.n; }
+    else if (sc.kind == "reduce_sum" || sc.kind == "reduce_max" || sc.kind == "softmax" || sc.kind == "layernorm") { it["rows"] = sc.rows; it["cols"] = sc.cols; }
+    else it["elements"] = sc.elements;
+    Json ins = Json::array();
+    for (std::size_t k = 0; k + 1 < bufs.size(); ++k) ins.push_back(bufs[k]);
+    it["inputs"] = ins;
+    it["output"] = bufs.back();
+    Json ranges = Json::array();
+    const std::size_t nout = op.expr.output.indices.size();
+    for (std::size_t a = 0; a < p.axes.size(); ++a) {
+      std::int64_t lo = a < nout ? g.axis_lo(idx, a) : 0, len = p.len[a];
+      if (std::find(p.loop.begin(), p.loop.end(), static_cast<int>(a)) != p.loop.end()) {
+        const std::int64_t chunk = (g.c0(a, idx) + t[a]) % p.steps_on[a];
+        lo += chunk * p.pace[a];
+        len = p.pace[a];
+      }
+      ranges.push_back({lo, lo + len});
+    }
+    it["eval"] = Json{{"expr", expr_index(op)}, {"ranges", ranges}};
+    return it;
+  }
+
+  int expr_index(const ir::Operator& op) {
+    auto it = op_exprs_.find(op.name);
+    if (it != op_exprs_.end()) return it->second;
+    exprs_.push_back(op.expr.text);
+    return op_exprs_[op.name] = static_cast<int>(exprs_.size()) - 1;
+  }
+
+  void shift(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
+             const std::vector<std::string>& bufs, const std::vector<std::int64_t>& t, std::size_t axis,
+             Json& out, int tg, const std::string& grp) {
+    for (std::size_t k = 0; k < p.parts.size(); ++k) {
+      const plan::Part& x = p.parts[k];
+      if (x.rot_axis != static_cast<int>(axis)) continue;
+      const View v = g.view(k, idx);
+      const auto d = static_cast<std::size_t>(x.rot_dim);
+      const std::int64_t rp = p.pace[axis], n = p.steps_on[axis];
+      const std::int64_t chunk = (g.ring_pos(x, idx) * x.window_chunks + t[axis]) % n;
+      const ir::Access& acc = op.expr.inputs[k];
+      Box b{v.origin, v.extent};
+      b.origin[d] = g.sub_box(acc, idx).origin[d] + chunk * rp;
+      b.extent[d] = rp;
+      std::vector<Box> pieces;
+      split(b, static_cast<std::int64_t>(o_.shift_buffer_bytes / 2), pieces);
+      const std::int64_t left = g.neighbour(x, idx, -1), right = g.neighbour(x, idx, +1);
+      for (const Box& piece : pieces) {
+        const std::int64_t bytes = piece.elements() * 2;
+        out.push_back(Json{{"op", "sync"}, {"group", grp}, {"tag", tg}});
+        out.push_back(Json{{"op", "send"}, {"peer", left}, {"buffer", bufs[k]}, {"bytes", bytes}, {"box", box_json(piece)}, {"tag", tg}});
+        out.push_back(Json{{"op", "recv"}, {"peer", right}, {"buffer", bufs[k]}, {"bytes", bytes}, {"tag", tg}});
+        out.push_back(Json{{"op", "compute"}, {"kind", "copy"}, {"elements", piece.elements()}, {"inputs", {"shift"}}, {"output", bufs[k]}, {"tag", tg}});
+      }
+    }
+  }
+
+  Json program() {
+    Json cores = Json::array();
+    for (std::size_t c = 0; c < ncores_; ++c) cores.push_back(Json{{"core", c}, {"items", std::move(items_[c])}});
+    Json j{{"format", "tessera-program"}, {"version", 1},
+           {"name", fmt::format("{} ({})", w_.name, s_.planner)},
+           {"offchip_tensors", offchip_}, {"tags", tags_}, {"cores", std::move(cores)}};
+    if (!groups_.empty()) j["groups"] = groups_;
+    if (o_.functional) {
+      Json dts = Json::array();
+      for (const auto& t : w_.tensors()) dts.push_back(Json{{"name", t.name}, {"shape", t.shape}});
+      j["data_tensors"] = dts;
+    }
+    j["exprs"] = exprs_;
+    return j;
+  }
+
+  const ir::Workload& w_;
+  const schedule::Schedule& s_;
+  const sim::Config& cfg_;
+  Options o_;
+  std::size_t ncores_;
+  std::vector<Json> items_;
+  std::vector<Bytes> live_;
+  std::map<std::pair<std::size_t, std::string>, Bytes> sizes_;
+  std::map<std::string, Home> homes_;
+  Json tags_ = Json::array();
+  std::map<std::string, int> tag_index_;
+  std::vector<std::string> exprs_;
+  std::map<std::size_t, int> copy_exprs_;
+  std::map<std::string, int> op_exprs_;
+  Json groups_ = Json::object();
+  Json offchip_ = Json::array();
+};
+
+}  // namespace
+
+Json lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o) {
+  return Lowerer(w, s, cfg, o).run();
+}
+
+std::map<std::string, std::vector<float>> reference_outputs(const ir::Workload& w) {
+  std::map<std::string, sim::Buffer> vals;
+  auto whole = [&](const ir::Tensor& t) {
+    sim::View v{t.name, std::vector<std::int64_t>(t.shape.size(), 0), t.shape, std::vector<bool>(t.shape.size(), false)};
+    return sim::Buffer(v, t.shape);
+  };
+  for (const auto& t : w.tensors()) {
+    if (t.role == ir::TensorRole::Activation) continue;
+    sim::DataTensor d;
+    d.shape = t.shape;
+    d.values.resize(static_cast<std::size_t>(t.elements()));
+    for (std::int64_t i = 0; i < t.elements(); ++i) d.values[static_cast<std::size_t>(i)] = sim::initial_value(t.name, i);
+    sim::Buffer b = whole(t);
+    b.load_from(d);
+    vals.emplace(t.name, std::move(b));
+  }
+  for (const auto& op : w.ops()) {
+    const ir::Tensor& out = w.tensor(op.expr.output.tensor);
+    sim::Buffer b = whole(out);
+    std::vector<const sim::Buffer*> ins;
+    for (const auto& in : op.expr.inputs) ins.push_back(&vals.at(in.tensor));
+    std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+    for (const auto& a : op.expr.all_axes()) ranges.push_back({0, op.extent.at(a)});
+    sim::evaluate(op.expr, ranges, ins, b);
+    vals.emplace(out.name, std::move(b));
+  }
+  std::map<std::string, std::vector<float>> res;
+  for (const auto& t : w.tensors()) {
+    if (!t.output) continue;
+    sim::DataTensor d;
+    d.shape = t.shape;
+    d.values.resize(static_cast<std::size_t>(t.elements()));
+    vals.at(t.name).store_to(d);
+    res[t.name] = d.values;
+  }
+  return res;
+}
+
+}  // namespace tessera::lower

@@ -1,0 +1,94 @@
+#pragma once
+// T10's rTensor and compute-shift plans (docs/compiler.md). An operator's axes are split by the
+// operator partition factor fop (one sub-operator per core; reduction axes are not split, so no
+// core needs another core's partial sums). Each tensor inherits its spatial partition factor fs
+// from fop; the cores that share a sub-tensor (s = cores / prod(fs)) form rings of prod(ft) cores
+// by its temporal partition factor ft, and the sub-tensor's partitions rotate around each ring by
+// the rotating pace rp of their axis: aligned across the tensors rotating on that axis and equal
+// to the smallest partition length. A tensor rotates along at most one (plain) dimension.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "sim/config/config.h"
+
+namespace tessera::plan {
+
+struct Part {  // the rTensor of one operand: inputs in expression order, then the output
+  std::string tensor;
+  std::vector<std::int64_t> fs, ft, rp;  // per tensor dimension
+  std::int64_t sharing = 1;              // cores that need each sub-tensor
+  std::int64_t rings = 1;                // sharing / prod(ft): copies of each sub-tensor
+  int rot_dim = -1;                      // the rotating dimension, -1 if stationary
+  int rot_axis = -1;                     // its axis (index into Plan::axes)
+  std::int64_t window_chunks = 1;        // chunks of rp held per core along rot_dim
+  std::vector<int> share_axes;           // axes (fop > 1) the tensor lacks: ring formation order
+  Bytes bytes_per_core = 0;              // what one core holds
+  Bytes shift_bytes = 0;                 // bytes one core sends per rotation
+  bool is_output = false;
+};
+
+struct Cost {
+  double compute_cycles = 0, shift_cycles = 0, sync_cycles = 0;
+  double total_cycles = 0;
+  Bytes memory_bytes = 0;        // per core, every operand plus the shift buffer
+  Bytes shift_bytes_per_step = 0;
+  std::int64_t syncs = 0;
+};
+
+struct Plan {
+  std::vector<std::string> axes;  // expr.all_axes()
+  std::vector<std::int64_t> extent, fop, len, pace, steps_on;  // per axis
+  std::vector<int> loop;          // rotating axes, outer to inner
+  std::vector<Part> parts;
+  std::int64_t cores = 1, steps = 1;
+  double padding_ratio = 1;       // smallest |X| / |X padded| over the operands
+  Cost cost;
+  std::string describe() const;   // "fop[m:2,k:1,n:4] A:ft[1,4] B:ft[2,1] rp[k:2] 4 steps"
+};
+
+struct Rotation {  // a choice for one input: rotate dimension `dim` with temporal factor `ft`
+  int dim = -1;
+  std::int64_t ft = 1;
+};
+
+// Target and cost parameters of plan search.
+struct Target {
+  const sim::Config* config = nullptr;
+  std::int64_t cores = 0;             // cores available to one operator
+  Bytes shift_buffer_bytes = 8192;    // T10's bounded shift buffer
+  double min_parallelism = 0.5;       // fraction of cores a plan must use (relaxed if none can)
+  double min_padding_ratio = 0.9;     // |X| / |X padded| for every operand (relaxed if none can)
+};
+
+// Builds the plan for given factors; nullopt with `why` set when they break a rule (divisibility
+// of ft into the sharing degree, alignment of paces on an axis, non-plain rotation, ...).
+std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
+                              const std::map<std::string, std::int64_t>& fop,
+                              const std::vector<Rotation>& rotations, const Target& target,
+                              std::string* why = nullptr);
+
+// Analytical cost (cycles, bytes) from the simulator's compute model and the config's links.
+Cost estimate(const Plan& p, const ir::Operator& op, const Target& target);
+
+// Every plan passing the filters (relaxed step by step until some plan passes).
+std::vector<Plan> enumerate_plans(const ir::Operator& op, const ir::Workload& w, const Target& t,
+                                  bool allow_rotation = true, std::size_t* space_size = nullptr);
+// Non-dominated plans in (time, memory), fastest first.
+std::vector<Plan> pareto_front(std::vector<Plan> plans);
+
+// Per-core cycles of one step's compute (used by the cost model and by lowering).
+struct StepCompute {
+  std::string kind;  // program compute kind: matmul, a vector op, reduce_sum, softmax, ...
+  std::int64_t batch = 1, m = 1, k = 1, n = 1, elements = 1, rows = 1, cols = 1;
+  Cycles cycles = 0;
+};
+StepCompute step_compute(const Plan& p, const ir::Operator& op, const sim::Config& cfg);
+
+// Cycles to move `bytes` between two cores as the analytical model sees the fabric.
+double transfer_cycles(const sim::Config& cfg, Bytes bytes);
+
+}  // namespace tessera::plan

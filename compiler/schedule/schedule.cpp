@@ -1,0 +1,240 @@
+#include "compiler/schedule/schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "sim/common/error.h"
+
+namespace tessera::schedule {
+
+namespace {
+
+// Operators that differ only in tensor names (the layers of a transformer) share plans.
+std::string signature(const ir::Operator& op, const ir::Workload& w) {
+  std::string s = fmt::format("{}|{}|{}|{}|", ir::kind_name(op.expr.kind), ir::fn_name(op.expr.fn),
+                              static_cast<int>(op.expr.reduce), op.expr.scalar ? *op.expr.scalar : 0.0);
+  auto acc = [&](const ir::Access& a) {
+    s += fmt::format("{}:{}[", ir::role_name(w.tensor(a.tensor).role), dtype_name(w.tensor(a.tensor).dtype));
+    for (const auto& ix : a.indices) s += ix.str() + ",";
+    s += "]";
+  };
+  for (const auto& in : op.expr.inputs) acc(in);
+  acc(op.expr.output);
+  for (const auto& [a, e] : op.extent) s += fmt::format("{}={};", a, e);
+  return s;
+}
+
+std::vector<plan::Plan> with_names(std::vector<plan::Plan> plans, const ir::Operator& op) {
+  for (auto& p : plans) {
+    for (std::size_t i = 0; i < op.expr.inputs.size(); ++i) p.parts[i].tensor = op.expr.inputs[i].tensor;
+    p.parts.back().tensor = op.expr.output.tensor;
+  }
+  return plans;
+}
+
+Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w) {
+  Bytes b = 0;
+  for (const auto& part : p.parts)
+    if (w.tensor(part.tensor).role == ir::TensorRole::Weight) b += part.bytes_per_core;
+  return b;
+}
+
+bool has_weights(const ir::Operator& op, const ir::Workload& w) {
+  for (const auto& in : op.expr.inputs)
+    if (w.tensor(in.tensor).role == ir::TensorRole::Weight) return true;
+  return false;
+}
+
+// Predicted cycles to lay the weights out from the idle plan's layout into the active one.
+double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
+                    const sim::Config& cfg) {
+  if (idle.describe() == act.describe()) return 0;
+  double c = 0;
+  for (const auto& part : act.parts)
+    if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
+      c += plan::transfer_cycles(cfg, part.bytes_per_core);
+  return c;
+}
+
+[[noreturn]] void does_not_fit(const ir::Workload& w, const ir::Operator& op, Bytes need, Bytes have,
+                               const std::string& planner, const std::string& detail) {
+  throw Error(fmt::format("workload '{}' does not fit ({} planner): operator '{}' needs at least {} "
+                          "bytes per core but {} are free ({}); short by {} bytes per core",
+                          w.name, planner, op.name, need, have, detail, need - have));
+}
+
+}  // namespace
+
+Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
+  Bytes worst = 0;
+  const auto& ops = w.ops();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Bytes live = 0;
+    for (const auto& t : w.tensors()) {
+      if (t.role == ir::TensorRole::Weight) continue;
+      const int prod = w.producer(t.name);
+      auto cons = w.consumers(t.name);
+      const int last = cons.empty() ? static_cast<int>(ops.size()) : cons.back();
+      if (prod <= static_cast<int>(i) && last > static_cast<int>(i)) live += ceil_div(t.bytes(), static_cast<Bytes>(cores));
+    }
+    worst = std::max(worst, live);
+  }
+  return worst;
+}
+
+Schedule schedule_t10(const ir::Workload& w, const Options& o) {
+  const sim::Config& cfg = *o.target.config;
+  Schedule s;
+  s.planner = "t10";
+  const auto& ops = w.ops();
+  std::map<std::string, std::vector<plan::Plan>> cache;
+  std::vector<std::vector<plan::Plan>> fronts;
+  for (const auto& op : ops) {
+    const std::string key = signature(op, w);
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, plan::pareto_front(plan::enumerate_plans(op, w, o.target))).first;
+    fronts.push_back(with_names(it->second, op));
+  }
+  const Bytes sram = cfg.chip.core.sram_bytes - o.reserve_bytes;
+  const Bytes live = live_activation_bytes(w, o.target.cores);
+  const std::size_t n = ops.size();
+  // Line 3: every operator's weights start in their most memory-efficient plan.
+  std::vector<std::size_t> idle(n, 0), act(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t best = 0;
+    for (std::size_t q = 0; q < fronts[i].size(); ++q)
+      if (weight_bytes(fronts[i][q], w) < weight_bytes(fronts[i][best], w)) best = q;
+    idle[i] = best;
+  }
+  auto idle_total = [&] {
+    Bytes b = 0;
+    for (std::size_t i = 0; i < n; ++i) b += weight_bytes(fronts[i][idle[i]], w);
+    return b;
+  };
+  Bytes idle_bytes = idle_total();
+  if (idle_bytes + live > sram)
+    throw Error(fmt::format("workload '{}' does not fit (t10 planner): weights need {} bytes per core in "
+                            "their leanest layout and live activations {}, but a core has {} bytes; short by {} bytes per core",
+                            w.name, idle_bytes, live, sram, idle_bytes + live - sram));
+  struct State { double t; Bytes idle_bytes; std::vector<std::size_t> idle, act; };
+  State best{std::numeric_limits<double>::infinity(), 0, {}, {}};
+  const std::size_t max_steps = 4 * n + 64;
+  for (std::size_t step = 0; step < max_steps; ++step) {
+    const Bytes m_act = sram - idle_bytes - live;
+    // Line 8: the fastest plan that fits the active memory (the op's own idle weights are
+    // already resident when the active plan equals the idle one).
+    double total = 0;
+    bool feasible = true;
+    for (std::size_t i = 0; i < n && feasible; ++i) {
+      bool found = false;
+      for (std::size_t q = 0; q < fronts[i].size(); ++q) {
+        const plan::Plan& p = fronts[i][q];
+        const Bytes need = p.cost.memory_bytes - (q == idle[i] ? weight_bytes(p, w) : 0);
+        if (need <= m_act) { act[i] = q; found = true; break; }
+      }
+      if (!found) {
+        feasible = false;
+        if (step == 0) {
+          Bytes need = std::numeric_limits<Bytes>::max();
+          for (const auto& p : fronts[i]) need = std::min(need, p.cost.memory_bytes);
+          does_not_fit(w, ops[i], need, m_act, "t10", fmt::format("{} bytes hold every operator's idle weights and {} bytes live activations", idle_bytes, live));
+        }
+        break;
+      }
+      total += fronts[i][act[i]].cost.total_cycles + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg);
+    }
+    if (!feasible) break;
+    s.history.push_back({idle_bytes, total});
+    if (total < best.t) best = State{total, idle_bytes, idle, act};
+    // Lines 9-15: the idle-plan change that saves the most setup time per added idle byte.
+    double best_ratio = 0;
+    std::size_t bo = n, bq = 0;
+    Bytes bdelta = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!has_weights(ops[i], w)) continue;
+      const double cur = setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg);
+      if (cur <= 0) continue;
+      const Bytes cur_mem = weight_bytes(fronts[i][idle[i]], w);
+      for (std::size_t q = 0; q < fronts[i].size(); ++q) {
+        const Bytes mem = weight_bytes(fronts[i][q], w);
+        if (mem <= cur_mem) continue;
+        const double saved = cur - setup_cycles(fronts[i][q], fronts[i][act[i]], w, cfg);
+        const double ratio = saved / static_cast<double>(mem - cur_mem);
+        if (saved > 0 && ratio > best_ratio) { best_ratio = ratio; bo = i; bq = q; bdelta = mem - cur_mem; }
+      }
+    }
+    if (bo == n || idle_bytes + bdelta + live > sram) break;
+    // Identical operators (the layers of a model) move together: same plans, same trade.
+    const std::string key = signature(ops[bo], w);
+    for (std::size_t i = 0; i < n; ++i)
+      if (signature(ops[i], w) == key && idle[i] == idle[bo] && idle_bytes + weight_bytes(fronts[i][bq], w) - weight_bytes(fronts[i][idle[i]], w) + live <= sram) {
+        idle_bytes += weight_bytes(fronts[i][bq], w) - weight_bytes(fronts[i][idle[i]], w);
+        idle[i] = bq;
+      }
+  }
+  s.predicted_cycles = best.t;
+  s.idle_bytes_per_core = best.idle_bytes;
+  s.active_bytes_per_core = sram - best.idle_bytes - live;
+  for (std::size_t i = 0; i < n; ++i) {
+    OpSchedule os;
+    os.active = fronts[i][best.act[i]];
+    os.idle = fronts[i][best.idle[i]];
+    os.setup_cycles = setup_cycles(os.idle, os.active, w, cfg);
+    os.pareto_size = fronts[i].size();
+    s.ops.push_back(std::move(os));
+  }
+  return s;
+}
+
+Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
+  const sim::Config& cfg = *o.target.config;
+  Schedule s;
+  s.planner = "vgm";
+  const Bytes sram = cfg.chip.core.sram_bytes - o.reserve_bytes;
+  // Every weight and every live activation is striped over all cores' share of the VGM.
+  const Bytes vgm = ceil_div(w.weight_bytes(), static_cast<Bytes>(o.target.cores)) + live_activation_bytes(w, o.target.cores);
+  if (vgm > sram)
+    throw Error(fmt::format("workload '{}' does not fit (vgm planner): the virtual global memory needs {} bytes per core "
+                            "but a core has {}; short by {} bytes per core", w.name, vgm, sram, vgm - sram));
+  const Bytes local = sram - vgm;
+  s.idle_bytes_per_core = vgm;
+  s.active_bytes_per_core = local;
+  std::map<std::string, std::vector<plan::Plan>> cache;
+  for (const auto& op : w.ops()) {
+    const std::string key = signature(op, w);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      auto plans = plan::enumerate_plans(op, w, o.target, /*allow_rotation=*/false);
+      // Load-compute-store: every operand crosses the fabric once per use.
+      for (auto& p : plans) {
+        Bytes moved = 0;
+        for (const auto& part : p.parts) moved += part.bytes_per_core;
+        p.cost.shift_cycles = plan::transfer_cycles(cfg, moved);
+        p.cost.total_cycles = p.cost.compute_cycles + p.cost.shift_cycles;
+      }
+      it = cache.emplace(key, plan::pareto_front(std::move(plans))).first;
+    }
+    auto front = with_names(it->second, op);
+    const plan::Plan* pick = nullptr;
+    for (const auto& p : front)
+      if (p.cost.memory_bytes <= local) { pick = &p; break; }
+    if (!pick) {
+      Bytes need = std::numeric_limits<Bytes>::max();
+      for (const auto& p : front) need = std::min(need, p.cost.memory_bytes);
+      does_not_fit(w, op, need, local, "vgm", fmt::format("the VGM reserves {} bytes", vgm));
+    }
+    OpSchedule os;
+    os.active = *pick;
+    os.idle = *pick;
+    os.pareto_size = front.size();
+    s.predicted_cycles += pick->cost.total_cycles;
+    s.ops.push_back(std::move(os));
+  }
+  s.history.push_back({vgm, s.predicted_cycles});
+  return s;
+}
+
+}  // namespace tessera::schedule

@@ -1,0 +1,45 @@
+#pragma once
+// Whole-model scheduling. T10: each operator keeps its weights in an idle plan (little memory)
+// and runs in an active plan (fast); the setup phase between them is exchange traffic. The
+// holistic reconciliation (Algorithm 1 of the paper) grows idle memory greedily where it saves
+// the most setup time per byte, evaluates every step, and keeps the best end-to-end. VGM: the
+// load-compute-store baseline (Roller/Ansor/PopART): every tensor lives striped over a virtual
+// global memory; each operator loads its operands, computes without rotation, stores back.
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/plan/rtensor.h"
+
+namespace tessera::schedule {
+
+struct OpSchedule {
+  plan::Plan active;
+  plan::Plan idle;          // layout of the operator's weights between uses (T10)
+  double setup_cycles = 0;  // predicted idle -> active
+  std::size_t pareto_size = 0;
+};
+
+struct Schedule {
+  std::string planner;  // "t10" or "vgm"
+  std::vector<OpSchedule> ops;  // one per workload operator
+  double predicted_cycles = 0;
+  Bytes idle_bytes_per_core = 0;     // T10: weights at rest; VGM: the VGM reservation
+  Bytes active_bytes_per_core = 0;   // what is left for the running operator
+  struct Step { Bytes idle_bytes; double predicted_cycles; };
+  std::vector<Step> history;         // T10 reconciliation: every greedy step
+};
+
+struct Options {
+  plan::Target target;
+  Bytes reserve_bytes = 0;  // per core, kept for code and runtime (not for tensors)
+};
+
+Schedule schedule_t10(const ir::Workload& w, const Options& o);
+Schedule schedule_vgm(const ir::Workload& w, const Options& o);
+
+// Per core bytes of activations that are live across operator boundaries (at the worst boundary),
+// spread evenly over the cores: what every plan must leave room for.
+Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores);
+
+}  // namespace tessera::schedule
