@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 #include "sim/common/error.h"
@@ -137,6 +138,7 @@ class Parser {
     char* e = nullptr;
     double v = std::strtod(b, &e);
     if (e == b) fail("expected a number");
+    if (!std::isfinite(v)) fail("number out of range");
     pos_ += static_cast<std::size_t>(e - b);
     return v;
   }
@@ -145,6 +147,7 @@ class Parser {
     std::size_t b = pos_;
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
     if (b == pos_) fail("expected an integer");
+    if (pos_ - b > 12) { pos_ = b; fail("integer too large"); }
     return std::stoll(s_.substr(b, pos_ - b));
   }
 

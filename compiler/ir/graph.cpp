@@ -76,6 +76,7 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
   auto fail = [&](const std::string& msg) -> void {
     throw Error(fmt::format("workload: operator '{}' ({}): {}", oname, text, msg));
   };
+  if (oname.empty()) fail("an operator needs a name");
   for (const auto& op : ops_)
     if (op.name == oname) fail("an operator with this name already exists");
   Operator op;
@@ -95,6 +96,8 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
     if (!has_tensor(in.tensor)) fail(fmt::format("reads tensor '{}', which is not declared and no earlier operator produces", in.tensor));
     if (in.tensor == e.output.tensor) fail("an operator cannot read its own output");
     const Tensor& t = tensor(in.tensor);
+    if (t.role == TensorRole::Activation && producer(in.tensor) < 0)
+      fail(fmt::format("reads activation '{}' before any operator produces it", in.tensor));
     if (t.shape.size() != in.indices.size())
       fail(fmt::format("tensor '{}' has {} dimensions but is indexed with {}", in.tensor, t.shape.size(), in.indices.size()));
     for (std::size_t d = 0; d < in.indices.size(); ++d)
@@ -109,7 +112,10 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
       fail(fmt::format("output '{}' has {} dimensions but is indexed with {}", t.name, t.shape.size(), e.output.indices.size()));
     for (std::size_t d = 0; d < t.shape.size(); ++d) bind(e.output.indices[d].terms[0].axis, t.shape[d], e.output.str());
   }
+  const auto axes = e.all_axes();
   for (const auto& [a, ext] : output_extents) {
+    if (std::find(axes.begin(), axes.end(), a) == axes.end())
+      fail(fmt::format("an extent is given for axis '{}', which the expression does not use", a));
     if (ext <= 0) fail(fmt::format("extent of axis '{}' must be positive", a));
     bind(a, ext, "the given output extents");
   }

@@ -1,0 +1,1272 @@
+#include "compiler/ir/onnx_import.h"
+
+// Layout views. A value that a layout-only node (Reshape, Transpose, ...) produces is not a
+// tensor but a view of one (its "base"). A view is described by "fine" dimensions: every base
+// dimension is an affine combination of fine dimensions (`8*f1 + f2` after a split of 32 into
+// 4 x 8), and every view dimension is a row-major group of fine dimensions (several when a
+// Reshape merged dimensions). When an operator reads a view:
+//   - a view dimension made of one fine dimension passes the operator's index through, so splits,
+//     transposes and unit dimensions become rewritten indices of the base tensor;
+//   - a view dimension made of several fine dimensions (a merge) must be read by a plain axis,
+//     which is then split into one axis per fine dimension throughout the expression
+//     (`r0` -> `r0_0, r0_1`, and `W[r0,..]` becomes `W[8*r0_0+r0_1,..]`). When that axis is an
+//     output axis, the operator's output tensor keeps the split dimensions and the ONNX value
+//     becomes a merging view of it (same row-major layout).
+// A Reshape is a view when old and new dimensions can be refined into common fine dimensions
+// (each boundary's size divides the next one's); otherwise it is an error.
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "sim/common/error.h"
+
+namespace tessera::ir {
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+const char* kSupported =
+    "Add, AveragePool, Constant, Conv, Div, Dropout, Flatten, Gelu, Gemm, GlobalAveragePool, "
+    "GlobalMaxPool, Identity, LayerNormalization, MatMul, MaxPool, Mul, Relu, Reshape, Softmax, "
+    "Squeeze, Sub, Transpose, Unsqueeze, and Erf inside the GELU pattern "
+    "x * 0.5 * (1 + erf(x / sqrt(2)))";
+
+std::string shape_str(const Shape& s) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+std::int64_t product(const Shape& s) {
+  std::int64_t p = 1;
+  for (auto d : s) p *= d;
+  return p;
+}
+
+bool name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == ':';
+}
+
+// Characters the expression parser does not accept in names become '_'; names start with a letter
+// or '_'.
+std::string sanitize(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (static_cast<unsigned char>(c) < 128 && name_char(c)) ? c : '_';
+  if (o.empty() || !(std::isalpha(static_cast<unsigned char>(o[0])) || o[0] == '_')) o = "_" + o;
+  return o;
+}
+
+std::string unique_name(std::set<std::string>& used, const std::string& want) {
+  if (used.insert(want).second) return want;
+  for (int i = 2;; ++i) {
+    std::string n = fmt::format("{}_{}", want, i);
+    if (used.insert(n).second) return n;
+  }
+}
+
+const char* onnx_type_name(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return "float";
+    case onnx::TensorProto::UINT8: return "uint8";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT16: return "uint16";
+    case onnx::TensorProto::INT16: return "int16";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::STRING: return "string";
+    case onnx::TensorProto::BOOL: return "bool";
+    case onnx::TensorProto::FLOAT16: return "float16";
+    case onnx::TensorProto::DOUBLE: return "double";
+    case onnx::TensorProto::UINT32: return "uint32";
+    case onnx::TensorProto::UINT64: return "uint64";
+    case onnx::TensorProto::BFLOAT16: return "bfloat16";
+    default: return "an unsupported element type";
+  }
+}
+
+bool is_float_type(int t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::FLOAT16 ||
+         t == onnx::TensorProto::BFLOAT16 || t == onnx::TensorProto::DOUBLE;
+}
+
+double half_to_double(std::uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0) v = std::ldexp(mant, -24);
+  else if (exp == 31) v = mant ? NAN : INFINITY;
+  else v = std::ldexp(mant + 1024, exp - 25);
+  return sign ? -v : v;
+}
+
+double bf16_to_double(std::uint16_t b) {
+  std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// The values of a constant tensor (raw or typed fields), or nullopt when they are not stored in
+// the model (external data) or have an element type we do not read.
+std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  std::int64_t n = 1;
+  for (auto d : t.dims()) n *= d;
+  std::vector<double> v;
+  const std::string& raw = t.raw_data();
+  auto from_raw = [&](auto tag) {
+    using T = decltype(tag);
+    if (raw.size() != static_cast<std::size_t>(n) * sizeof(T)) return false;
+    for (std::int64_t i = 0; i < n; ++i) {
+      T x;
+      std::memcpy(&x, raw.data() + i * sizeof(T), sizeof(T));
+      v.push_back(static_cast<double>(x));
+    }
+    return true;
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (!raw.empty()) { if (!from_raw(float{})) return std::nullopt; }
+      else for (float x : t.float_data()) v.push_back(x);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (!raw.empty()) { if (!from_raw(double{})) return std::nullopt; }
+      else for (double x : t.double_data()) v.push_back(x);
+      break;
+    case onnx::TensorProto::INT64:
+      if (!raw.empty()) { if (!from_raw(std::int64_t{})) return std::nullopt; }
+      else for (auto x : t.int64_data()) v.push_back(static_cast<double>(x));
+      break;
+    case onnx::TensorProto::INT32:
+      if (!raw.empty()) { if (!from_raw(std::int32_t{})) return std::nullopt; }
+      else for (auto x : t.int32_data()) v.push_back(x);
+      break;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      const bool half = t.data_type() == onnx::TensorProto::FLOAT16;
+      std::vector<std::uint16_t> bits;
+      if (!raw.empty()) {
+        if (raw.size() != static_cast<std::size_t>(n) * 2) return std::nullopt;
+        for (std::int64_t i = 0; i < n; ++i) {
+          std::uint16_t b;
+          std::memcpy(&b, raw.data() + 2 * i, 2);
+          bits.push_back(b);
+        }
+      } else {
+        for (auto x : t.int32_data()) bits.push_back(static_cast<std::uint16_t>(x));
+      }
+      for (auto b : bits) v.push_back(half ? half_to_double(b) : bf16_to_double(b));
+      break;
+    }
+    default: return std::nullopt;
+  }
+  if (static_cast<std::int64_t>(v.size()) != n) return std::nullopt;
+  return v;
+}
+
+Index plain(const std::string& axis) {
+  Index i;
+  i.terms.push_back({1, axis});
+  return i;
+}
+
+// into += c * v, merging terms of the same axis.
+void add_scaled(Index& into, const Index& v, std::int64_t c) {
+  for (const auto& t : v.terms) {
+    auto it = std::find_if(into.terms.begin(), into.terms.end(), [&](const IndexTerm& x) { return x.axis == t.axis; });
+    if (it != into.terms.end()) it->coeff += c * t.coeff;
+    else into.terms.push_back({c * t.coeff, t.axis});
+  }
+  into.offset += c * v.offset;
+}
+
+struct View {
+  std::vector<std::int64_t> fine;                                 // extents of the fine dimensions
+  std::vector<std::vector<std::pair<std::int64_t, int>>> base;    // base dim -> sum of coeff * fine
+  std::vector<std::vector<int>> groups;                           // view dim -> fine dims, row-major
+};
+
+View identity_view(const Shape& s) {
+  View v;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    v.fine.push_back(s[i]);
+    v.base.push_back({{1, static_cast<int>(i)}});
+    v.groups.push_back({static_cast<int>(i)});
+  }
+  return v;
+}
+
+bool is_identity(const View& v) {
+  if (v.fine.size() != v.base.size() || v.groups.size() != v.base.size()) return false;
+  for (std::size_t i = 0; i < v.base.size(); ++i)
+    if (v.base[i] != std::vector<std::pair<std::int64_t, int>>{{1, static_cast<int>(i)}} ||
+        v.groups[i] != std::vector<int>{static_cast<int>(i)})
+      return false;
+  return true;
+}
+
+// What an ONNX value name stands for.
+struct Value {
+  std::string tensor;        // the workload tensor holding the data
+  Shape shape;               // the ONNX shape
+  std::optional<View> view;  // none: the tensor itself
+};
+
+// An operator under construction: input accesses are written against ONNX values (views
+// included); emit() rewrites them against workload tensors.
+struct Operand {
+  std::string value;
+  std::vector<Index> idx;
+};
+
+struct OpBuild {
+  std::string name;         // operator name (already unique)
+  std::string out_key;      // key of the output in the value table
+  std::string out_hint;     // wanted name of the output tensor
+  std::vector<std::string> out_axes;
+  std::map<std::string, std::int64_t> extent;  // every axis
+  std::string assign = "=";
+  std::string rhs;          // "{0}", "{1}", "{2}" stand for the operands' accesses
+  std::vector<Operand> in;
+  bool norm_last = false;   // softmax / layernorm: the last output axis must stay whole
+};
+
+std::vector<std::string> axes(const char* prefix, std::size_t n) {
+  std::vector<std::string> a;
+  for (std::size_t i = 0; i < n; ++i) a.push_back(fmt::format("{}{}", prefix, i));
+  return a;
+}
+
+std::string fmt_number(double v) { return fmt::format("{}", v); }
+
+class Importer {
+ public:
+  explicit Importer(std::string path) : path_(std::move(path)) {}
+
+  Workload run() {
+    load();
+    wl_.name = std::filesystem::path(path_).stem().string();
+    if (wl_.name.empty()) wl_.name = "onnx";
+    const auto& g = model_.graph();
+    for (const auto& t : g.initializer()) consts_[t.name()] = &t;
+    for (const auto& in : g.input())
+      if (!consts_.count(in.name())) declare_input(in);
+    index_consumers();
+    // Constant nodes first: the GELU pattern's constants may come from them.
+    for (int i = 0; i < g.node_size(); ++i)
+      if (g.node(i).op_type() == "Constant") {
+        enter(i);
+        constant_node();
+        skip_.insert(i);
+      }
+    find_gelu_patterns();
+    for (int i = 0; i < g.node_size(); ++i) {
+      auto f = fused_.find(i);
+      if (f != fused_.end()) {
+        enter(f->second.erf);
+        unary(op_name(), f->second.x, f->second.y, f->second.y, "gelu({0})");
+      }
+      if (skip_.count(i)) continue;
+      enter(i);
+      convert();
+      for (int k = outputs_supported_; k < node_->output_size(); ++k)
+        if (!node_->output(k).empty())
+          unavailable_[node_->output(k)] = fmt::format("output {} of node '{}' ({}), which the importer does not compute",
+                                                       k, node_name_, node_->op_type());
+    }
+    node_ = nullptr;
+    for (const auto& out : g.output()) {
+      auto it = values_.find(out.name());
+      if (it == values_.end() || wl_.tensor(it->second.tensor).role != TensorRole::Activation)
+        fail(fmt::format("graph output '{}' is not computed by any operator (it is an input, a weight, a "
+                         "layout view of one, or not produced by a node)", out.name()));
+      wl_.mark_output(it->second.tensor);
+    }
+    try {
+      wl_.finalize();
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+    return std::move(wl_);
+  }
+
+ private:
+  // ---- errors ---------------------------------------------------------------------------------
+  [[noreturn]] void fail(const std::string& msg) const { throw Error(fmt::format("{}: {}", path_, msg)); }
+  [[noreturn]] void fail_node(const std::string& msg) const {
+    if (!node_) fail(msg);
+    throw Error(fmt::format("{}: node '{}' ({}): {}", path_, node_name_, node_->op_type(), msg));
+  }
+
+  void enter(int i) {
+    node_ = &model_.graph().node(i);
+    node_name_ = node_->name().empty() ? fmt::format("{}_{}", node_->op_type(), i) : node_->name();
+  }
+
+  // ---- reading --------------------------------------------------------------------------------
+  void load() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path_, ec)) fail("cannot open the file: it does not exist");
+    if (!fs::is_regular_file(path_, ec)) fail("cannot read the file: it is not a regular file");
+    std::ifstream f(path_, std::ios::binary);
+    if (!f) fail("cannot open the file");
+    if (!model_.ParseFromIstream(&f)) fail("not an ONNX model (the file does not parse as an ONNX ModelProto)");
+    if (!model_.has_graph() || model_.graph().node_size() == 0) fail("not an ONNX model (it has no graph or no nodes)");
+    opset_ = 0;
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = std::max<std::int64_t>(opset_, o.version());
+    if (opset_ == 0) opset_ = 1;
+  }
+
+  void declare_input(const onnx::ValueInfoProto& in) {
+    if (!in.type().has_tensor_type()) fail(fmt::format("input '{}' is not a tensor", in.name()));
+    const auto& tt = in.type().tensor_type();
+    if (!is_float_type(tt.elem_type())) {
+      unavailable_[in.name()] = fmt::format("graph input '{}' has element type {}; only floating-point tensors "
+                                            "(float, float16, bfloat16, double) are supported", in.name(),
+                                            onnx_type_name(tt.elem_type()));
+      return;
+    }
+    if (!tt.has_shape()) fail(fmt::format("input '{}' has no shape; the importer needs static shapes", in.name()));
+    Shape s;
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const auto& dim = tt.shape().dim(d);
+      if (dim.has_dim_value() && dim.dim_value() > 0) { s.push_back(dim.dim_value()); continue; }
+      if (dim.has_dim_param())
+        fail(fmt::format("input '{}': dimension {} is symbolic ('{}'); the importer needs static shapes "
+                         "(fix the dimension when exporting the model)", in.name(), d, dim.dim_param()));
+      fail(fmt::format("input '{}': dimension {} is unknown or not positive; the importer needs static shapes",
+                       in.name(), d));
+    }
+    declare_tensor(in.name(), s, TensorRole::Input);
+  }
+
+  // Declares a workload tensor for an ONNX value (a rank-0 value becomes a [1] tensor seen through
+  // a view with no dimensions).
+  void declare_tensor(const std::string& key, const Shape& s, TensorRole role) {
+    std::string name = unique_name(tensor_names_, sanitize(key));
+    try {
+      wl_.add_tensor(name, s.empty() ? Shape{1} : s, role, Dtype::Fp16);
+    } catch (const Error& e) {
+      if (node_) fail_node(e.what());
+      fail(e.what());
+    }
+    Value v{name, s, std::nullopt};
+    if (s.empty()) v.view = View{{1}, {{{1, 0}}}, {}};
+    values_[key] = v;
+  }
+
+  void index_consumers() {
+    const auto& g = model_.graph();
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto& in : g.node(i).input())
+        if (!in.empty()) consumers_[in].push_back(i);
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto& out : g.node(i).output())
+        if (!out.empty()) producer_[out] = i;
+    for (const auto& o : g.output()) graph_outputs_.insert(o.name());
+  }
+
+  // ---- constants and values -------------------------------------------------------------------
+  const onnx::TensorProto* constant(const std::string& name) const {
+    auto it = consts_.find(name);
+    return it == consts_.end() ? nullptr : it->second;
+  }
+
+  // The value of a one-element constant, if `name` is one.
+  std::optional<double> scalar_const(const std::string& name) const {
+    const auto* t = constant(name);
+    if (!t) return std::nullopt;
+    std::int64_t n = 1;
+    for (auto d : t->dims()) n *= d;
+    if (n != 1) return std::nullopt;
+    auto v = tensor_values(*t);
+    if (!v) return std::nullopt;
+    return (*v)[0];
+  }
+
+  std::vector<std::int64_t> int_const(const std::string& name, const char* what) {
+    const auto* t = constant(name);
+    if (!t) fail_node(fmt::format("{} '{}' must be a constant (an initializer or a Constant node)", what, name));
+    auto v = tensor_values(*t);
+    if (!v || (t->data_type() != onnx::TensorProto::INT64 && t->data_type() != onnx::TensorProto::INT32))
+      fail_node(fmt::format("{} '{}' must be an int64 constant stored in the model", what, name));
+    std::vector<std::int64_t> out;
+    for (double x : *v) out.push_back(static_cast<std::int64_t>(x));
+    return out;
+  }
+
+  // The value an operator reads; a constant becomes a Weight tensor on first use.
+  const Value& value(const std::string& name) {
+    auto it = values_.find(name);
+    if (it != values_.end()) return it->second;
+    auto un = unavailable_.find(name);
+    if (un != unavailable_.end()) fail_node(fmt::format("input '{}' is {}", name, un->second));
+    if (const auto* t = constant(name)) {
+      if (!is_float_type(t->data_type()))
+        fail_node(fmt::format("constant '{}' has element type {}; only floating-point tensors are supported as operands",
+                              name, onnx_type_name(t->data_type())));
+      Shape s(t->dims().begin(), t->dims().end());
+      declare_tensor(name, s, TensorRole::Weight);
+      return values_.at(name);
+    }
+    fail_node(fmt::format("input '{}' is not a graph input, an initializer, or an output of an earlier node", name));
+  }
+
+  const std::string& input(int k) const {
+    static const std::string none;
+    return k < node_->input_size() ? node_->input(k) : none;
+  }
+  const std::string& output(int k = 0) const {
+    if (k >= node_->output_size() || node_->output(k).empty()) fail_node(fmt::format("output {} is missing", k));
+    return node_->output(k);
+  }
+  const std::string& need_input(int k) const {
+    if (input(k).empty()) fail_node(fmt::format("input {} is missing", k));
+    return input(k);
+  }
+
+  // ---- attributes -----------------------------------------------------------------------------
+  const onnx::AttributeProto* attr(const std::string& n) const {
+    for (const auto& a : node_->attribute())
+      if (a.name() == n) return &a;
+    return nullptr;
+  }
+  std::int64_t attr_int(const std::string& n, std::int64_t def) const {
+    const auto* a = attr(n);
+    return a ? a->i() : def;
+  }
+  double attr_float(const std::string& n, double def) const {
+    const auto* a = attr(n);
+    return a ? a->f() : def;
+  }
+  std::string attr_string(const std::string& n, const std::string& def) const {
+    const auto* a = attr(n);
+    return a ? a->s() : def;
+  }
+  std::optional<std::vector<std::int64_t>> attr_ints(const std::string& n) const {
+    const auto* a = attr(n);
+    if (!a) return std::nullopt;
+    return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
+  }
+
+  std::int64_t norm_axis(std::int64_t axis, std::size_t rank, const char* what) const {
+    const auto r = static_cast<std::int64_t>(rank);
+    if (axis < -r || axis >= r) fail_node(fmt::format("{} {} is out of range for rank {}", what, axis, rank));
+    return axis < 0 ? axis + r : axis;
+  }
+
+  // ---- names ----------------------------------------------------------------------------------
+  std::string op_name(const std::string& suffix = "") {
+    return unique_name(op_names_, sanitize(node_name_) + suffix);
+  }
+  std::string internal_key(const std::string& n) { return "\x01" + n; }
+
+  // ---- layout views ---------------------------------------------------------------------------
+  Value reshape(const Value& v, const Shape& target) {
+    if (product(v.shape) != product(target))
+      fail_node(fmt::format("cannot reshape {} ({} elements) to {}", shape_str(v.shape), product(v.shape), shape_str(target)));
+    View view = v.view ? *v.view : identity_view(v.shape);
+    std::vector<int> flat;                       // non-unit fine dims in view order
+    std::vector<std::pair<std::size_t, int>> units;  // unit fine dims, with their position in flat
+    for (const auto& grp : view.groups)
+      for (int f : grp) {
+        if (view.fine[f] == 1) units.push_back({flat.size(), f});
+        else flat.push_back(f);
+      }
+    std::vector<std::vector<int>> groups;
+    std::size_t pos = 0;
+    auto not_a_view = [&]() {
+      fail_node(fmt::format("reshape from {} to {} is not a layout view: the sizes of old and new dimensions do not "
+                            "divide each other. Supported: splitting a dimension into several, merging adjacent "
+                            "dimensions (read by plain axes only), and adding or removing dimensions of size 1",
+                            shape_str(v.shape), shape_str(target)));
+    };
+    for (std::int64_t t : target) {
+      if (t == 1) {
+        auto u = std::find_if(units.begin(), units.end(), [&](const auto& x) { return x.first == pos && x.second >= 0; });
+        if (u != units.end()) {
+          groups.push_back({u->second});
+          u->second = -1;
+        } else {
+          view.fine.push_back(1);
+          groups.push_back({static_cast<int>(view.fine.size()) - 1});
+        }
+        continue;
+      }
+      std::vector<int> grp;
+      std::int64_t need = t;
+      while (need > 1) {
+        if (pos >= flat.size()) not_a_view();
+        const int f = flat[pos];
+        const std::int64_t e = view.fine[f];
+        if (e <= need) {
+          if (need % e != 0) not_a_view();
+          grp.push_back(f);
+          need /= e;
+          ++pos;
+        } else {
+          if (e % need != 0) not_a_view();
+          // f = (e/need) * outer + inner
+          const int outer = static_cast<int>(view.fine.size());
+          const int inner = outer + 1;
+          view.fine.push_back(need);
+          view.fine.push_back(e / need);
+          for (auto& b : view.base) {
+            std::vector<std::pair<std::int64_t, int>> nb;
+            for (auto [c, x] : b) {
+              if (x == f) {
+                nb.push_back({c * (e / need), outer});
+                nb.push_back({c, inner});
+              } else {
+                nb.push_back({c, x});
+              }
+            }
+            b = nb;
+          }
+          grp.push_back(outer);
+          flat[pos] = inner;
+          need = 1;
+        }
+      }
+      groups.push_back(grp);
+    }
+    view.groups = groups;
+    Value out{v.tensor, target, view};
+    if (is_identity(view)) out.view.reset();
+    return out;
+  }
+
+  Value transpose(const Value& v, const std::vector<std::int64_t>& perm) {
+    View view = v.view ? *v.view : identity_view(v.shape);
+    Value out{v.tensor, {}, std::nullopt};
+    std::vector<std::vector<int>> groups;
+    for (auto p : perm) {
+      groups.push_back(view.groups[p]);
+      out.shape.push_back(v.shape[p]);
+    }
+    view.groups = groups;
+    if (!is_identity(view)) out.view = view;
+    return out;
+  }
+
+  // ---- emitting operators ---------------------------------------------------------------------
+  void emit(OpBuild b) {
+    // 1. Merged view dimensions: their reading axis is split into one axis per fine dimension.
+    std::map<std::string, std::vector<std::int64_t>> split;  // axis -> extents of its parts
+    std::map<std::pair<std::size_t, std::size_t>, std::string> merged_axis;  // (operand, dim) -> axis
+    for (std::size_t k = 0; k < b.in.size(); ++k) {
+      const Value& v = value(b.in[k].value);
+      if (!v.view) continue;
+      for (std::size_t i = 0; i < v.view->groups.size(); ++i) {
+        const auto& grp = v.view->groups[i];
+        if (grp.size() < 2) continue;
+        const Index& ix = b.in[k].idx[i];
+        if (!ix.plain())
+          fail_node(fmt::format("input '{}' merges dimensions (a Reshape) and dimension {} is read with the index "
+                                "'{}'; merged dimensions can only be read by plain axes (not by convolution or "
+                                "pooling windows)", b.in[k].value, i, ix.str()));
+        std::vector<std::int64_t> parts;
+        for (int f : grp) parts.push_back(v.view->fine[f]);
+        const std::string& a = ix.terms[0].axis;
+        auto [it, fresh] = split.emplace(a, parts);
+        if (!fresh && it->second != parts)
+          fail_node(fmt::format("inputs merge dimension {} in incompatible ways ({} vs {})", i, shape_str(it->second),
+                                shape_str(parts)));
+        merged_axis[{k, i}] = a;
+      }
+    }
+    auto part_name = [](const std::string& a, std::size_t t) { return fmt::format("{}_{}", a, t); };
+    std::vector<std::vector<std::size_t>> out_groups;  // ONNX output dim -> tensor dims
+    std::vector<std::string> out_axes;
+    for (const auto& a : b.out_axes) {
+      out_groups.emplace_back();
+      auto it = split.find(a);
+      std::size_t parts = it == split.end() ? 1 : it->second.size();
+      for (std::size_t t = 0; t < parts; ++t) {
+        out_groups.back().push_back(out_axes.size());
+        out_axes.push_back(it == split.end() ? a : part_name(a, t));
+      }
+    }
+    if (b.norm_last && !b.out_axes.empty() && split.count(b.out_axes.back()))
+      fail_node("normalizing along a merged dimension (a Reshape that merged dimensions) is not supported");
+    for (const auto& [a, parts] : split) {
+      b.extent.erase(a);
+      for (std::size_t t = 0; t < parts.size(); ++t) b.extent[part_name(a, t)] = parts[t];
+    }
+    for (auto& op : b.in)
+      for (auto& ix : op.idx) {
+        Index n;
+        n.offset = ix.offset;
+        for (const auto& term : ix.terms) {
+          auto it = split.find(term.axis);
+          if (it == split.end()) { add_scaled(n, Index{{term}, 0}, 1); continue; }
+          std::int64_t stride = product(it->second);
+          for (std::size_t t = 0; t < it->second.size(); ++t) {
+            stride /= it->second[t];
+            add_scaled(n, plain(part_name(term.axis, t)), term.coeff * stride);
+          }
+        }
+        ix = n;
+      }
+
+    // 2. Accesses of the underlying tensors.
+    std::vector<std::string> texts;
+    std::set<std::string> used(out_axes.begin(), out_axes.end());
+    for (std::size_t k = 0; k < b.in.size(); ++k) {
+      const Value& v = value(b.in[k].value);
+      Access acc;
+      acc.tensor = v.tensor;
+      if (!v.view) {
+        acc.indices = b.in[k].idx;
+      } else {
+        const View& view = *v.view;
+        std::vector<Index> val(view.fine.size());  // unset fine dims are 0
+        for (std::size_t i = 0; i < view.groups.size(); ++i) {
+          const auto& grp = view.groups[i];
+          if (grp.size() == 1) val[grp[0]] = b.in[k].idx[i];
+          else
+            for (std::size_t t = 0; t < grp.size(); ++t) val[grp[t]] = plain(part_name(merged_axis.at({k, i}), t));
+        }
+        for (const auto& bd : view.base) {
+          Index ix;
+          for (auto [c, f] : bd) add_scaled(ix, val[f], c);
+          acc.indices.push_back(ix);
+        }
+      }
+      for (const auto& ix : acc.indices)
+        for (const auto& t : ix.terms) used.insert(t.axis);
+      texts.push_back(acc.str());
+    }
+
+    // 3. The output tensor and the value the ONNX name now stands for.
+    Shape tshape;
+    for (const auto& a : out_axes) tshape.push_back(b.extent.at(a));
+    Shape onnx_shape;
+    for (const auto& a : b.out_axes) onnx_shape.push_back(split.count(a) ? product(split.at(a)) : b.extent.at(a));
+    const std::string tname = unique_name(tensor_names_, sanitize(b.out_hint));
+    Access out{tname, {}};
+    for (const auto& a : out_axes) out.indices.push_back(plain(a));
+    std::string rhs;
+    for (std::size_t i = 0; i < b.rhs.size(); ++i) {
+      if (b.rhs[i] == '{' && i + 2 < b.rhs.size() && b.rhs[i + 2] == '}') {
+        rhs += texts.at(static_cast<std::size_t>(b.rhs[i + 1] - '0'));
+        i += 2;
+      } else {
+        rhs += b.rhs[i];
+      }
+    }
+    const std::string text = fmt::format("{} {} {}", out.str(), b.assign, rhs);
+    std::map<std::string, std::int64_t> extents;
+    for (const auto& [a, e] : b.extent)
+      if (used.count(a)) extents[a] = e;
+    try {
+      wl_.add_op(b.name, text, extents);
+    } catch (const Error& e) {
+      fail_node(e.what());
+    }
+    Value res{tname, onnx_shape, std::nullopt};
+    if (out_axes.size() != b.out_axes.size()) {
+      View view;
+      for (std::size_t j = 0; j < out_axes.size(); ++j) {
+        view.fine.push_back(tshape[j]);
+        view.base.push_back({{1, static_cast<int>(j)}});
+      }
+      for (const auto& grp : out_groups) view.groups.emplace_back(grp.begin(), grp.end());
+      res.view = view;
+    }
+    values_[b.out_key] = res;
+  }
+
+  // Indices of an operand broadcast (numpy rules) against an output of shape `out`.
+  std::vector<Index> bcast_idx(const Shape& s, const Shape& out, const std::vector<std::string>& ax) const {
+    std::vector<Index> idx;
+    const std::size_t off = out.size() - s.size();
+    for (std::size_t d = 0; d < s.size(); ++d) idx.push_back(s[d] == out[off + d] ? plain(ax[off + d]) : Index{});
+    return idx;
+  }
+
+  Shape broadcast(const Shape& a, const Shape& b) const {
+    Shape out(std::max(a.size(), b.size()), 1);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+      std::int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+      if (x != y && x != 1 && y != 1)
+        fail_node(fmt::format("shapes {} and {} do not broadcast", shape_str(a), shape_str(b)));
+      out[i] = std::max(x, y);
+    }
+    return out;
+  }
+
+  OpBuild start(const std::string& name, const std::string& out_key, const std::string& out_hint, const Shape& out_shape) {
+    OpBuild b;
+    b.name = name;
+    b.out_key = out_key;
+    b.out_hint = out_hint;
+    b.out_axes = axes("a", out_shape.size());
+    for (std::size_t i = 0; i < out_shape.size(); ++i) b.extent[b.out_axes[i]] = out_shape[i];
+    return b;
+  }
+
+  std::vector<Index> plain_idx(const std::vector<std::string>& ax) const {
+    std::vector<Index> idx;
+    for (const auto& a : ax) idx.push_back(plain(a));
+    return idx;
+  }
+
+  // Y = fn(X) element-wise ("relu({0})", "gelu({0})", "softmax({0})").
+  void unary(const std::string& name, const std::string& x, const std::string& out_key, const std::string& out_hint,
+             const std::string& rhs, bool norm_last = false) {
+    const Value& v = value(x);
+    if (v.shape.empty()) fail_node(fmt::format("input '{}' is a scalar; it needs at least one dimension", x));
+    OpBuild b = start(name, out_key, out_hint, v.shape);
+    b.rhs = rhs;
+    b.norm_last = norm_last;
+    b.in.push_back({x, plain_idx(b.out_axes)});
+    emit(std::move(b));
+  }
+
+  // Y = A op B with numpy broadcasting, or with a one-element constant operand as a scalar.
+  void binary(const std::string& name, char op, const std::string& a, const std::string& bn, const std::string& out_key,
+              const std::string& out_hint) {
+    auto ca = scalar_const(a), cb = scalar_const(bn);
+    if (ca && cb) fail_node("both operands are constants; constant folding is not supported");
+    if (ca || cb) {
+      const bool scalar_first = ca.has_value();
+      const std::string& x = scalar_first ? bn : a;
+      double c = scalar_first ? *ca : *cb;
+      if (!std::isfinite(c)) fail_node(fmt::format("the constant operand is not finite ({})", c));
+      const Value& v = value(x);
+      const auto* ct = constant(scalar_first ? a : bn);
+      Shape cshape(ct->dims().begin(), ct->dims().end());
+      Shape full = broadcast(v.shape, cshape);
+      std::string rhs;
+      auto neg = [&]() {
+        fail_node(fmt::format("the scalar operand {} is negative here, which the expression language cannot write "
+                              "(it writes non-negative numbers only)", fmt_number(c)));
+      };
+      switch (op) {
+        case '+': rhs = c < 0 ? "{0} - " + fmt_number(-c) : "{0} + " + fmt_number(c); break;
+        case '*': if (c < 0) neg(); rhs = "{0} * " + fmt_number(c); break;
+        case '-':
+          if (scalar_first) { if (c < 0) neg(); rhs = fmt_number(c) + " - {0}"; }
+          else rhs = c < 0 ? "{0} + " + fmt_number(-c) : "{0} - " + fmt_number(c);
+          break;
+        case '/':
+          if (c < 0) neg();
+          rhs = scalar_first ? fmt_number(c) + " / {0}" : "{0} / " + fmt_number(c);
+          break;
+      }
+      if (v.shape.empty()) fail_node(fmt::format("input '{}' is a scalar; it needs at least one dimension", x));
+      OpBuild b = start(name, out_key, out_hint, v.shape);
+      b.rhs = rhs;
+      b.in.push_back({x, plain_idx(b.out_axes)});
+      emit(std::move(b));
+      if (full != v.shape) values_[out_key] = reshape(values_.at(out_key), full);  // leading unit dims
+      return;
+    }
+    const Value& va = value(a);
+    const Value& vb = value(bn);
+    Shape out = broadcast(va.shape, vb.shape);
+    if (out.empty()) fail_node("both operands are scalars; they need at least one dimension");
+    OpBuild b = start(name, out_key, out_hint, out);
+    b.rhs = fmt::format("{{0}} {} {{1}}", op);
+    b.in.push_back({a, bcast_idx(va.shape, out, b.out_axes)});
+    b.in.push_back({bn, bcast_idx(vb.shape, out, b.out_axes)});
+    emit(std::move(b));
+  }
+
+  // C = A x B (numpy matmul: batch dimensions broadcast, 1-D operands promoted).
+  void matmul(const std::string& name, const std::string& a, const std::string& bn, bool ta, bool tb,
+              const std::string& out_key, const std::string& out_hint) {
+    const Shape sa = value(a).shape, sb = value(bn).shape;
+    if (sa.empty() || sb.empty()) fail_node("operands must have at least one dimension");
+    const bool a1 = sa.size() == 1, b1 = sb.size() == 1;
+    Shape ma = a1 ? Shape{1, sa[0]} : sa, mb = b1 ? Shape{sb[0], 1} : sb;
+    const std::size_t ra = ma.size(), rb = mb.size();
+    const std::int64_t M = ta ? ma[ra - 1] : ma[ra - 2], Ka = ta ? ma[ra - 2] : ma[ra - 1];
+    const std::int64_t Kb = tb ? mb[rb - 1] : mb[rb - 2], N = tb ? mb[rb - 2] : mb[rb - 1];
+    if (Ka != Kb)
+      fail_node(fmt::format("inner dimensions do not match: {} x {}{}{}", shape_str(sa), shape_str(sb),
+                            ta ? " (A transposed)" : "", tb ? " (B transposed)" : ""));
+    Shape ba(ma.begin(), ma.end() - 2), bb(mb.begin(), mb.end() - 2);
+    Shape batch = broadcast(ba, bb);
+    Shape out = batch;
+    if (!a1) out.push_back(M);
+    if (!b1) out.push_back(N);
+    if (out.empty()) fail_node("a product of two vectors (a scalar result) is not supported");
+    OpBuild b = start(name, out_key, out_hint, out);
+    const std::vector<std::string> bax(b.out_axes.begin(), b.out_axes.begin() + static_cast<long>(batch.size()));
+    const std::string m_axis = a1 ? "" : b.out_axes[batch.size()];
+    const std::string n_axis = b1 ? "" : b.out_axes.back();
+    b.extent["r0"] = Ka;
+    auto ia = bcast_idx(ba, batch, bax);
+    if (a1) ia.push_back(plain("r0"));
+    else if (ta) { ia.push_back(plain("r0")); ia.push_back(plain(m_axis)); }
+    else { ia.push_back(plain(m_axis)); ia.push_back(plain("r0")); }
+    auto ib = bcast_idx(bb, batch, bax);
+    if (b1) ib.push_back(plain("r0"));
+    else if (tb) { ib.push_back(plain(n_axis)); ib.push_back(plain("r0")); }
+    else { ib.push_back(plain("r0")); ib.push_back(plain(n_axis)); }
+    b.assign = "+=";
+    b.rhs = "{0} * {1}";
+    b.in.push_back({a, ia});
+    b.in.push_back({bn, ib});
+    emit(std::move(b));
+  }
+
+  // Spatial geometry shared by Conv and the pools.
+  struct Window {
+    Shape kernel, strides, pad_begin, out;
+  };
+  Window window(const Shape& x, const Shape& kernel, bool allow_ceil) {
+    const std::size_t n = kernel.size();
+    Window w;
+    w.kernel = kernel;
+    w.strides = attr_ints("strides").value_or(Shape(n, 1));
+    if (w.strides.size() != n) fail_node(fmt::format("strides has {} values for {} spatial dimensions", w.strides.size(), n));
+    for (auto s : w.strides)
+      if (s < 1) fail_node("strides must be positive");
+    if (auto d = attr_ints("dilations"))
+      for (auto v : *d)
+        if (v != 1) fail_node("only dilations of 1 are supported");
+    Shape pads = attr_ints("pads").value_or(Shape(2 * n, 0));
+    if (pads.size() != 2 * n) fail_node(fmt::format("pads has {} values for {} spatial dimensions", pads.size(), n));
+    const std::string auto_pad = attr_string("auto_pad", "NOTSET");
+    const bool ceil_mode = attr_int("ceil_mode", 0) != 0;
+    if (ceil_mode && !allow_ceil) fail_node("ceil_mode is not supported");
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t in = x[2 + i], k = kernel[i], s = w.strides[i];
+      std::int64_t pb = pads[i], pe = pads[n + i];
+      if (auto_pad == "VALID") {
+        pb = pe = 0;
+      } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        const std::int64_t o = (in + s - 1) / s;
+        const std::int64_t total = std::max<std::int64_t>(0, (o - 1) * s + k - in);
+        pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        pe = total - pb;
+      } else if (auto_pad != "NOTSET") {
+        fail_node(fmt::format("auto_pad '{}' is not supported", auto_pad));
+      }
+      if (pb < 0 || pe < 0) fail_node("pads must not be negative");
+      const std::int64_t span = in + pb + pe - k;
+      if (span < 0) fail_node(fmt::format("the kernel ({}) is larger than the padded input ({})", k, in + pb + pe));
+      std::int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+      if (ceil_mode && (o - 1) * s >= in + pb) --o;  // a window must start inside the input or its begin padding
+      w.pad_begin.push_back(pb);
+      w.out.push_back(o);
+    }
+    return w;
+  }
+
+  // Index of input position for output axis `a` and kernel axis `r`: s*a + r - pad.
+  static Index window_index(const std::string& a, std::int64_t s, const std::string& r, std::int64_t pad) {
+    Index ix;
+    ix.terms.push_back({s, a});
+    ix.terms.push_back({1, r});
+    ix.offset = -pad;
+    return ix;
+  }
+
+  // ---- operators ------------------------------------------------------------------------------
+  void convert() {
+    const std::string& t = node_->op_type();
+    outputs_supported_ = 1;
+    if (t == "MatMul") {
+      matmul(op_name(), need_input(0), need_input(1), false, false, output(), output());
+    } else if (t == "Gemm") {
+      gemm();
+    } else if (t == "Conv") {
+      conv();
+    } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div") {
+      const char op = t == "Add" ? '+' : t == "Sub" ? '-' : t == "Mul" ? '*' : '/';
+      binary(op_name(), op, need_input(0), need_input(1), output(), output());
+    } else if (t == "Relu") {
+      unary(op_name(), need_input(0), output(), output(), "relu({0})");
+    } else if (t == "Gelu") {
+      unary(op_name(), need_input(0), output(), output(), "gelu({0})");
+    } else if (t == "Softmax") {
+      const std::size_t rank = value(need_input(0)).shape.size();
+      if (rank == 0) fail_node("the input is a scalar");
+      const std::int64_t axis_attr = attr_int("axis", opset_ >= 13 ? -1 : 1);
+      if (norm_axis(axis_attr, rank, "axis") != static_cast<std::int64_t>(rank) - 1)
+        fail_node(fmt::format("axis {} is not the last axis of the rank-{} input; only softmax along the last axis "
+                              "is supported", axis_attr, rank));
+      unary(op_name(), need_input(0), output(), output(), "softmax({0})", true);
+    } else if (t == "LayerNormalization") {
+      layernorm();
+    } else if (t == "MaxPool" || t == "AveragePool") {
+      pool(t == "MaxPool");
+    } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+      global_pool(t == "GlobalMaxPool");
+    } else if (t == "Reshape") {
+      const Value& v = value(need_input(0));
+      auto want = int_const(need_input(1), "the target shape");
+      const bool allowzero = attr_int("allowzero", 0) != 0;
+      Shape target;
+      int infer = -1;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        std::int64_t d = want[i];
+        if (d == 0 && !allowzero) {
+          if (i >= v.shape.size()) fail_node(fmt::format("shape entry {} is 0 but the input has rank {}", i, v.shape.size()));
+          d = v.shape[i];
+        } else if (d == -1) {
+          if (infer >= 0) fail_node("the target shape has more than one -1");
+          infer = static_cast<int>(i);
+          d = 1;
+        } else if (d <= 0) {
+          fail_node(fmt::format("target shape entry {} is {}", i, d));
+        }
+        target.push_back(d);
+      }
+      if (infer >= 0) {
+        const std::int64_t rest = product(target);
+        if (product(v.shape) % rest != 0)
+          fail_node(fmt::format("cannot reshape {} to {}", shape_str(v.shape), shape_str(Shape(want.begin(), want.end()))));
+        target[infer] = product(v.shape) / rest;
+      }
+      values_[output()] = reshape(v, target);
+    } else if (t == "Flatten") {
+      const Value& v = value(need_input(0));
+      const auto r = static_cast<std::int64_t>(v.shape.size());
+      std::int64_t axis = attr_int("axis", 1);
+      if (axis < -r || axis > r) fail_node(fmt::format("axis {} is out of range for rank {}", axis, r));
+      if (axis < 0) axis += r;
+      const auto mid = v.shape.begin() + axis;
+      values_[output()] = reshape(v, {product(Shape(v.shape.begin(), mid)), product(Shape(mid, v.shape.end()))});
+    } else if (t == "Transpose") {
+      const Value& v = value(need_input(0));
+      Shape perm = attr_ints("perm").value_or(Shape{});
+      if (!attr("perm"))
+        for (std::size_t i = v.shape.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+      Shape sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      for (std::size_t i = 0; i < sorted.size(); ++i)
+        if (sorted[i] != static_cast<std::int64_t>(i) || sorted.size() != v.shape.size())
+          fail_node(fmt::format("perm {} is not a permutation of the input's {} dimensions", shape_str(perm), v.shape.size()));
+      values_[output()] = transpose(v, perm);
+    } else if (t == "Squeeze" || t == "Unsqueeze") {
+      squeeze(t == "Unsqueeze");
+    } else if (t == "Identity" || t == "Dropout") {
+      if (const auto* c = constant(need_input(0)); c && !values_.count(need_input(0))) consts_[output()] = c;
+      else values_[output()] = value(need_input(0));
+    } else if (t == "Erf") {
+      fail_node("Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / sqrt(2))), which becomes one "
+                "gelu operator");
+    } else {
+      fail_node(fmt::format("unsupported operator; supported: {}", kSupported));
+    }
+  }
+
+  void gemm() {
+    if (attr_float("alpha", 1.0) != 1.0 || attr_float("beta", 1.0) != 1.0)
+      fail_node("only alpha = 1 and beta = 1 are supported");
+    const std::string& a = need_input(0);
+    const std::string& bn = need_input(1);
+    if (value(a).shape.size() != 2 || value(bn).shape.size() != 2)
+      fail_node(fmt::format("A and B must be 2-D (got {} and {})", shape_str(value(a).shape), shape_str(value(bn).shape)));
+    const bool ta = attr_int("transA", 0) != 0, tb = attr_int("transB", 0) != 0;
+    const std::string& c = input(2);
+    if (c.empty()) {
+      matmul(op_name(), a, bn, ta, tb, output(), output());
+      return;
+    }
+    const std::string key = internal_key(output() + ".mm");
+    matmul(op_name(), a, bn, ta, tb, key, output() + ".mm");
+    binary(op_name(".bias"), '+', key, c, output(), output());
+  }
+
+  void conv() {
+    const std::string& x = need_input(0);
+    const std::string& w = need_input(1);
+    const Shape sx = value(x).shape, sw = value(w).shape;
+    if (sx.size() < 3 || sx.size() != sw.size())
+      fail_node(fmt::format("expects X [N,C,spatial...] and W [F,C,kernel...] of the same rank (got {} and {})",
+                            shape_str(sx), shape_str(sw)));
+    if (attr_int("group", 1) != 1) fail_node("only group = 1 is supported");
+    if (sw[1] != sx[1]) fail_node(fmt::format("W {} has {} input channels but X {} has {}", shape_str(sw), sw[1], shape_str(sx), sx[1]));
+    const std::size_t n = sx.size() - 2;
+    Shape kernel(sw.begin() + 2, sw.end());
+    if (auto ks = attr_ints("kernel_shape"))
+      if (*ks != kernel) fail_node(fmt::format("kernel_shape {} does not match W {}", shape_str(*ks), shape_str(sw)));
+    Window win = window(sx, kernel, false);
+    Shape out{sx[0], sw[0]};
+    out.insert(out.end(), win.out.begin(), win.out.end());
+    const std::string& bias = input(2);
+    const std::string key = bias.empty() ? output() : internal_key(output() + ".conv");
+    OpBuild b = start(op_name(), key, bias.empty() ? output() : output() + ".conv", out);
+    b.extent["r0"] = sx[1];
+    std::vector<Index> ix{plain("a0"), plain("r0")}, iw{plain("a1"), plain("r0")};
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string r = fmt::format("r{}", i + 1);
+      b.extent[r] = kernel[i];
+      ix.push_back(window_index(b.out_axes[2 + i], win.strides[i], r, win.pad_begin[i]));
+      iw.push_back(plain(r));
+    }
+    b.assign = "+=";
+    b.rhs = "{0} * {1}";
+    b.in.push_back({x, ix});
+    b.in.push_back({w, iw});
+    emit(std::move(b));
+    if (bias.empty()) return;
+    const Shape sb = value(bias).shape;
+    if (sb != Shape{sw[0]}) fail_node(fmt::format("bias B must be [{}], got {}", sw[0], shape_str(sb)));
+    OpBuild bb = start(op_name(".bias"), output(), output(), out);
+    bb.rhs = "{0} + {1}";
+    bb.in.push_back({key, plain_idx(bb.out_axes)});
+    bb.in.push_back({bias, {plain("a1")}});
+    emit(std::move(bb));
+  }
+
+  void pool(bool is_max) {
+    if (is_max) outputs_supported_ = 1;  // Indices is not computed
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    if (sx.size() < 3) fail_node(fmt::format("expects X [N,C,spatial...], got {}", shape_str(sx)));
+    auto ks = attr_ints("kernel_shape");
+    if (!ks || ks->size() != sx.size() - 2) fail_node("kernel_shape must give one size per spatial dimension");
+    for (auto k : *ks)
+      if (k < 1) fail_node("kernel_shape must be positive");
+    Window win = window(sx, *ks, true);
+    Shape out{sx[0], sx[1]};
+    out.insert(out.end(), win.out.begin(), win.out.end());
+    OpBuild b = start(op_name(), output(), output(), out);
+    std::vector<Index> ix{plain("a0"), plain("a1")};
+    for (std::size_t i = 0; i < ks->size(); ++i) {
+      const std::string r = fmt::format("r{}", i);
+      b.extent[r] = (*ks)[i];
+      ix.push_back(window_index(b.out_axes[2 + i], win.strides[i], r, win.pad_begin[i]));
+    }
+    b.assign = is_max ? "max=" : "avg=";
+    b.rhs = "{0}";
+    b.in.push_back({x, ix});
+    emit(std::move(b));
+  }
+
+  // Y [N,C,1,..] reduces X [N,C,spatial..]: the tensor is [N,C], seen through a view with the
+  // unit dimensions.
+  void global_pool(bool is_max) {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    if (sx.size() < 3) fail_node(fmt::format("expects X [N,C,spatial...], got {}", shape_str(sx)));
+    const std::string key = internal_key(output() + ".pool");
+    OpBuild b = start(op_name(), key, output(), {sx[0], sx[1]});
+    std::vector<Index> ix{plain("a0"), plain("a1")};
+    for (std::size_t i = 2; i < sx.size(); ++i) {
+      const std::string r = fmt::format("r{}", i - 2);
+      b.extent[r] = sx[i];
+      ix.push_back(plain(r));
+    }
+    b.assign = is_max ? "max=" : "avg=";
+    b.rhs = "{0}";
+    b.in.push_back({x, ix});
+    emit(std::move(b));
+    Shape out{sx[0], sx[1]};
+    out.resize(sx.size(), 1);
+    values_[output()] = reshape(values_.at(key), out);
+  }
+
+  void layernorm() {
+    const std::string& x = need_input(0);
+    const std::string& scale = need_input(1);
+    const std::string& bias = input(2);
+    const Shape sx = value(x).shape;
+    if (sx.empty()) fail_node("the input is a scalar");
+    const std::int64_t axis_attr = attr_int("axis", -1);
+    if (norm_axis(axis_attr, sx.size(), "axis") != static_cast<std::int64_t>(sx.size()) - 1)
+      fail_node(fmt::format("axis {} normalizes more than the last axis of the rank-{} input; only the last axis is "
+                            "supported", axis_attr, sx.size()));
+    const Shape want{sx.back()};
+    if (value(scale).shape != want) fail_node(fmt::format("Scale must be {}, got {}", shape_str(want), shape_str(value(scale).shape)));
+    if (!bias.empty() && value(bias).shape != want)
+      fail_node(fmt::format("B must be {}, got {}", shape_str(want), shape_str(value(bias).shape)));
+    if (!bias.empty()) {
+      OpBuild b = start(op_name(), output(), output(), sx);
+      b.rhs = "layernorm({0}, {1}, {2})";
+      b.norm_last = true;
+      b.in.push_back({x, plain_idx(b.out_axes)});
+      b.in.push_back({scale, {plain(b.out_axes.back())}});
+      b.in.push_back({bias, {plain(b.out_axes.back())}});
+      emit(std::move(b));
+      return;
+    }
+    // layernorm(x) * Scale: the expression language's layernorm takes gamma and beta together.
+    const std::string key = internal_key(output() + ".norm");
+    unary(op_name(), x, key, output() + ".norm", "layernorm({0})", true);
+    OpBuild b = start(op_name(".scale"), output(), output(), sx);
+    b.rhs = "{0} * {1}";
+    b.in.push_back({key, plain_idx(b.out_axes)});
+    b.in.push_back({scale, {plain(b.out_axes.back())}});
+    emit(std::move(b));
+  }
+
+  void squeeze(bool unsqueeze) {
+    const Value& v = value(need_input(0));
+    std::optional<std::vector<std::int64_t>> ax;
+    if (!input(1).empty()) ax = int_const(input(1), "axes");
+    else ax = attr_ints("axes");
+    Shape out;
+    if (unsqueeze) {
+      if (!ax) fail_node("axes are required");
+      const std::size_t r = v.shape.size() + ax->size();
+      std::vector<bool> unit(r, false);
+      for (auto a : *ax) {
+        auto n = static_cast<std::size_t>(norm_axis(a, r, "axis"));
+        if (unit[n]) fail_node(fmt::format("axis {} is given twice", a));
+        unit[n] = true;
+      }
+      std::size_t k = 0;
+      for (std::size_t i = 0; i < r; ++i) out.push_back(unit[i] ? 1 : v.shape[k++]);
+    } else {
+      std::vector<bool> drop(v.shape.size(), false);
+      if (!ax) {
+        for (std::size_t i = 0; i < v.shape.size(); ++i) drop[i] = v.shape[i] == 1;
+      } else {
+        for (auto a : *ax) {
+          auto n = static_cast<std::size_t>(norm_axis(a, v.shape.size(), "axis"));
+          if (v.shape[n] != 1) fail_node(fmt::format("axis {} has size {}, not 1", a, v.shape[n]));
+          drop[n] = true;
+        }
+      }
+      for (std::size_t i = 0; i < v.shape.size(); ++i)
+        if (!drop[i]) out.push_back(v.shape[i]);
+    }
+    values_[output()] = reshape(v, out);
+  }
+
+  void constant_node() {
+    onnx::TensorProto t;
+    if (node_->attribute_size() != 1) fail_node("expects exactly one value attribute");
+    const auto& a = node_->attribute(0);
+    if (a.name() == "value") {
+      t = a.t();
+    } else if (a.name() == "value_float") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_float_data(a.f());
+    } else if (a.name() == "value_floats") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_dims(a.floats_size());
+      for (float f : a.floats()) t.add_float_data(f);
+    } else if (a.name() == "value_int") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_int64_data(a.i());
+    } else if (a.name() == "value_ints") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_dims(a.ints_size());
+      for (auto i : a.ints()) t.add_int64_data(i);
+    } else {
+      fail_node(fmt::format("attribute '{}' is not supported (value, value_float(s), value_int(s) are)", a.name()));
+    }
+    t.set_name(output());
+    owned_consts_.push_back(std::move(t));
+    consts_[output()] = &owned_consts_.back();
+  }
+
+  // ---- GELU written with Erf ------------------------------------------------------------------
+  struct FusedGelu {
+    int erf;  // node index
+    std::string x, y;
+  };
+
+  int single_consumer(const std::string& v) const {
+    auto it = consumers_.find(v);
+    if (it == consumers_.end() || it->second.size() != 1 || graph_outputs_.count(v)) return -1;
+    return it->second[0];
+  }
+  bool near(const std::string& name, double want) const {
+    auto c = scalar_const(name);
+    return c && std::fabs(*c - want) <= 1e-3 * std::fabs(want);
+  }
+  // For a binary node `n` with a constant operand close to `c`: the other operand.
+  std::optional<std::string> other_than_const(const onnx::NodeProto& n, double c) const {
+    if (n.input_size() != 2) return std::nullopt;
+    if (near(n.input(1), c)) return n.input(0);
+    if (near(n.input(0), c)) return n.input(1);
+    return std::nullopt;
+  }
+
+  // x -> Div(x, sqrt 2) | Mul(x, 1/sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5), with the
+  // two final multiplications in any order; every intermediate value has this one consumer.
+  void find_gelu_patterns() {
+    const auto& g = model_.graph();
+    for (int e = 0; e < g.node_size(); ++e) {
+      const auto& erf = g.node(e);
+      if (erf.op_type() != "Erf" || erf.input_size() != 1 || erf.output_size() != 1) continue;
+      auto pit = producer_.find(erf.input(0));
+      if (pit == producer_.end() || single_consumer(erf.input(0)) != e) continue;
+      const int d = pit->second;
+      const auto& div = g.node(d);
+      std::optional<std::string> x;
+      if (div.op_type() == "Div" && div.input_size() == 2 && near(div.input(1), std::sqrt(2.0))) x = div.input(0);
+      if (div.op_type() == "Mul") x = other_than_const(div, 1.0 / std::sqrt(2.0));
+      if (!x) continue;
+      const int ad = single_consumer(erf.output(0));
+      if (ad < 0 || g.node(ad).op_type() != "Add" || other_than_const(g.node(ad), 1.0) != erf.output(0)) continue;
+      const int m1 = single_consumer(g.node(ad).output(0));
+      if (m1 < 0 || g.node(m1).op_type() != "Mul" || g.node(m1).input_size() != 2) continue;
+      const auto& n1 = g.node(m1);
+      const std::string o = n1.input(0) == g.node(ad).output(0) ? n1.input(1) : n1.input(0);
+      std::vector<int> nodes{d, e, ad, m1};
+      std::string y;
+      if (o == *x || near(o, 0.5)) {
+        // Mul(x, t) then Mul(., 0.5), or Mul(t, 0.5) then Mul(., x)
+        const int m2 = single_consumer(n1.output(0));
+        if (m2 < 0 || g.node(m2).op_type() != "Mul" || g.node(m2).input_size() != 2) continue;
+        const auto& n2 = g.node(m2);
+        const std::string o2 = n2.input(0) == n1.output(0) ? n2.input(1) : n2.input(0);
+        if (!(o == *x ? near(o2, 0.5) : o2 == *x)) continue;
+        nodes.push_back(m2);
+        y = n2.output(0);
+      } else {
+        // Mul(x, 0.5) then Mul(., t)
+        auto hp = producer_.find(o);
+        if (hp == producer_.end() || single_consumer(o) != m1) continue;
+        const auto& h = g.node(hp->second);
+        if (h.op_type() != "Mul" || other_than_const(h, 0.5) != *x) continue;
+        nodes.push_back(hp->second);
+        y = n1.output(0);
+      }
+      const int last = *std::max_element(nodes.begin(), nodes.end());
+      bool taken = false;
+      for (int n : nodes) taken = taken || skip_.count(n);
+      if (taken || fused_.count(last)) continue;
+      for (int n : nodes) skip_.insert(n);
+      fused_[last] = FusedGelu{e, *x, y};
+    }
+  }
+
+  std::string path_;
+  onnx::ModelProto model_;
+  std::int64_t opset_ = 0;
+  Workload wl_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, const onnx::TensorProto*> consts_;
+  std::deque<onnx::TensorProto> owned_consts_;
+  std::map<std::string, std::string> unavailable_;  // value -> why it cannot be read
+  std::set<std::string> tensor_names_, op_names_;
+  std::map<std::string, std::vector<int>> consumers_;
+  std::map<std::string, int> producer_;
+  std::set<std::string> graph_outputs_;
+  std::map<int, FusedGelu> fused_;  // emitted in place of node index
+  std::set<int> skip_;
+  const onnx::NodeProto* node_ = nullptr;
+  std::string node_name_;
+  int outputs_supported_ = 1;
+};
+
+}  // namespace
+
+Workload import_onnx(const std::string& path) { return Importer(path).run(); }
+
+}  // namespace tessera::ir

@@ -1,0 +1,220 @@
+// ONNX import: the models come from scripts/make_onnx_models.py (Debian's python3-onnx), run at
+// test time into a temporary directory. Every expected number is computed by hand in a comment.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "compiler/ir/onnx_import.h"
+#include "sim/common/error.h"
+
+using namespace tessera;
+using namespace tessera::ir;
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Generates the models once per test process; the directory is removed at exit.
+struct ModelDir {
+  fs::path dir;
+  ModelDir() {
+    dir = fs::temp_directory_path() / ("tessera-onnx-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string cmd = "/usr/bin/python3 " TESSERA_SOURCE_DIR "/scripts/make_onnx_models.py '" + dir.string() + "'";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  }
+  ~ModelDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+std::string model(const std::string& name) {
+  static ModelDir d;
+  return (d.dir / (name + ".onnx")).string();
+}
+
+const Operator& op(const Workload& w, const std::string& name) {
+  for (const auto& o : w.ops())
+    if (o.name == name) return o;
+  FAIL("no operator " << name);
+  throw 0;
+}
+
+std::vector<std::string> op_names(const Workload& w) {
+  std::vector<std::string> n;
+  for (const auto& o : w.ops()) n.push_back(o.name);
+  return n;
+}
+
+using Shape = std::vector<std::int64_t>;
+
+}  // namespace
+
+TEST_CASE("ONNX MLP: MatMul + Add + Relu, Gemm with transB and bias", "[onnx]") {
+  const Workload w = import_onnx(model("mlp"));
+  CHECK(w.name == "mlp");
+  // Gemm with a bias is two operators: the product and the bias add.
+  CHECK(op_names(w) == std::vector<std::string>{"fc1", "fc1_bias", "relu", "fc2", "fc2.bias"});
+  CHECK(op(w, "fc1").expr.text == "fc1.mm[a0,a1] += x[a0,r0] * fc1.weight[r0,a1]");
+  CHECK(op(w, "fc1").expr.kind == ExprKind::Contraction);
+  CHECK(op(w, "fc1_bias").expr.text == "fc1.out[a0,a1] = fc1.mm[a0,a1] + fc1.bias[a1]");
+  CHECK(op(w, "relu").expr.text == "act[a0,a1] = relu(fc1.out[a0,a1])");
+  CHECK(op(w, "fc2").expr.text == "logits.mm[a0,a1] += act[a0,r0] * fc2.weight[a1,r0]");  // transB
+  CHECK(op(w, "fc2.bias").expr.text == "logits[a0,a1] = logits.mm[a0,a1] + fc2.bias[a1]");
+  CHECK(w.tensor("x").role == TensorRole::Input);
+  CHECK(w.tensor("x").shape == Shape{4, 16});
+  CHECK(w.tensor("x").dtype == Dtype::Fp16);  // float in the model, the chip's fp16 here
+  CHECK(w.tensor("fc2.weight").role == TensorRole::Weight);
+  CHECK(w.tensor("fc2.weight").shape == Shape{10, 32});
+  CHECK(w.tensor("logits").shape == Shape{4, 10});
+  CHECK(w.tensor("logits").output);
+  CHECK_FALSE(w.tensor("act").output);
+  // 16*32 + 32 + 10*32 + 10
+  CHECK(w.parameter_count() == 874);
+  CHECK(w.weight_bytes() == 874 * 2);
+  // 2*4*32*16 for fc1
+  CHECK(op(w, "fc1").flops() == 4096);
+}
+
+TEST_CASE("ONNX conv net: Conv pads/strides/bias, MaxPool, GlobalAveragePool, Flatten, Gemm", "[onnx]") {
+  const Workload w = import_onnx(model("convnet"));
+  CHECK(op_names(w) == std::vector<std::string>{"conv1", "conv1.bias", "relu1", "pool1", "conv2", "relu2", "gap",
+                                                "fc", "fc.bias"});
+  CHECK(op(w, "conv1").expr.text == "c1.conv[a0,a1,a2,a3] += image[a0,r0,a2+r1-1,a3+r2-1] * conv1.w[a1,r0,r1,r2]");
+  CHECK(op(w, "conv1.bias").expr.text == "c1[a0,a1,a2,a3] = c1.conv[a0,a1,a2,a3] + conv1.b[a1]");
+  CHECK(op(w, "pool1").expr.text == "p1[a0,a1,a2,a3] max= r1[a0,a1,2*a2+r0,2*a3+r1]");
+  CHECK(op(w, "pool1").expr.kind == ExprKind::Reduction);
+  CHECK(op(w, "conv2").expr.text == "c2[a0,a1,a2,a3] += p1[a0,r0,2*a2+r1-1,2*a3+r2-1] * conv2.w[a1,r0,r1,r2]");
+  // GlobalAveragePool's [1,16,1,1] is the tensor [1,16]; Flatten is a view of it.
+  CHECK(op(w, "gap").expr.text == "gap[a0,a1] avg= r2[a0,a1,r0,r1]");
+  CHECK(op(w, "fc").expr.text == "logits.mm[a0,a1] += gap[a0,r0] * fc.w[a1,r0]");
+  CHECK(w.tensor("c1").shape == Shape{1, 8, 16, 16});   // 3x3, pad 1, stride 1
+  CHECK(w.tensor("p1").shape == Shape{1, 8, 8, 8});     // 2x2, stride 2
+  CHECK(w.tensor("c2").shape == Shape{1, 16, 4, 4});    // (8 + 2 - 3) / 2 + 1 = 4
+  CHECK(w.tensor("gap").shape == Shape{1, 16});
+  CHECK(w.tensor("logits").shape == Shape{1, 10});
+  CHECK_FALSE(w.has_tensor("flat"));
+  CHECK(op(w, "conv1").extent.at("r0") == 3);
+  CHECK(op(w, "conv1").extent.at("r1") == 3);
+  // 8*3*3*3 + 8 + 16*8*3*3 + 10*16 + 10
+  CHECK(w.parameter_count() == 1546);
+}
+
+TEST_CASE("ONNX attention: head split/merge views, scalar Mul, Softmax, LayerNorm, Erf GELU fused", "[onnx]") {
+  const Workload w = import_onnx(model("attention"));
+  // 29 nodes: 6 Reshape/Transpose are views, the 5-node Erf GELU is one operator.
+  CHECK(op_names(w) == std::vector<std::string>{"ln1", "q_proj", "k_proj", "v_proj", "qk", "scale", "softmax", "pv",
+                                                "o_proj", "residual1", "ln2", "ffn1", "ffn1_bias", "gelu_erf", "ffn2",
+                                                "ffn2_bias", "residual2"});
+  CHECK(op(w, "ln1").expr.text == "h[a0,a1,a2] = layernorm(x[a0,a1,a2], ln1.g[a2], ln1.b[a2])");
+  CHECK(op(w, "q_proj").expr.text == "q[a0,a1,a2] += h[a0,a1,r0] * wq[r0,a2]");  // 2-D weight broadcast
+  // q [1,6,32] -> Reshape [1,6,4,8] -> Transpose (0,2,1,3): head a1, position a2, channel r0 = 8*a1+r0.
+  // k -> [1,6,4,8] -> Transpose (0,2,3,1): kt[b,h,c,s] = k[b,s,8*h+c].
+  CHECK(op(w, "qk").expr.text == "scores[a0,a1,a2,a3] += q[a0,a2,8*a1+r0] * k[a0,a3,8*a1+r0]");
+  CHECK(op(w, "scale").expr.text == "scaled[a0,a1,a2,a3] = scores[a0,a1,a2,a3] * 0.3535533845424652");
+  CHECK(op(w, "scale").expr.scalar.value() == Approx(1.0 / std::sqrt(8.0)));
+  CHECK(op(w, "softmax").expr.text == "probs[a0,a1,a2,a3] = softmax(scaled[a0,a1,a2,a3])");
+  CHECK(op(w, "pv").expr.text == "ctx[a0,a1,a2,a3] += probs[a0,a1,a2,r0] * v[a0,r0,8*a1+a3]");
+  // ctx [1,4,6,8] -> Transpose (0,2,1,3) -> Reshape [1,6,32] merges (head, channel): the reduction
+  // axis splits into r0_0 (head, 4) and r0_1 (channel, 8).
+  CHECK(op(w, "o_proj").expr.text == "attn[a0,a1,a2] += ctx[a0,r0_0,a1,r0_1] * wo[8*r0_0+r0_1,a2]");
+  CHECK(op(w, "o_proj").extent == std::map<std::string, std::int64_t>{{"a0", 1}, {"a1", 6}, {"a2", 32}, {"r0_0", 4}, {"r0_1", 8}});
+  CHECK(op(w, "gelu_erf").expr.text == "gelu[a0,a1,a2] = gelu(f1b[a0,a1,a2])");
+  CHECK(w.tensor("scores").shape == Shape{1, 4, 6, 6});
+  CHECK(w.tensor("ctx").shape == Shape{1, 4, 6, 8});
+  CHECK(w.tensor("y").shape == Shape{1, 6, 32});
+  CHECK(w.tensor("y").output);
+  for (const char* view : {"q4", "qt", "kt", "vt", "ctx_t", "ctx_m", "g_div", "g_erf", "g_add", "g_mul"})
+    CHECK_FALSE(w.has_tensor(view));
+  // The reshape shapes and the scalars (scale, sqrt2, one, half) are not weights.
+  CHECK_FALSE(w.has_tensor("heads_shape"));
+  CHECK_FALSE(w.has_tensor("scale"));
+  // ln1 32+32, wq wk wv wo 4*32*32, ln2 32+32, w1 32*64, b1 64, w2 64*32, b2 32
+  CHECK(w.parameter_count() == 64 + 4096 + 64 + 2048 + 64 + 2048 + 32);
+  // Dependencies: qk reads q and k.
+  CHECK(w.producer("q") == 1);
+  CHECK(w.consumers("q") == std::vector<int>{4});
+}
+
+TEST_CASE("ONNX broadcasting, scalar operands, Squeeze/Unsqueeze, pools, Gemm transA, merged output", "[onnx]") {
+  const Workload w = import_onnx(model("ops"));
+  CHECK(w.ops().size() == 12);
+  // [2,3,4,8] x [1,8,5]: the weight's batch dimension of 1 broadcasts (index 0), missing ones are dropped.
+  CHECK(op(w, "bmm").expr.text == "mm[a0,a1,a2,a3] += a[a0,a1,a2,r0] * b[0,r0,a3]");
+  CHECK(w.tensor("mm").shape == Shape{2, 3, 4, 5});
+  CHECK(op(w, "gelu").expr.text == "g[a0,a1,a2,a3] = gelu(mm[a0,a1,a2,a3])");
+  CHECK(op(w, "div2").expr.text == "d[a0,a1,a2,a3] = g[a0,a1,a2,a3] / 2");
+  CHECK(op(w, "one_minus").expr.text == "s[a0,a1,a2,a3] = 1 - d[a0,a1,a2,a3]");  // scalar first
+  CHECK(op(w, "one_minus").expr.scalar_first);
+  // Unsqueeze then Squeeze is the identity; the Transpose swaps the last two indices.
+  CHECK(op(w, "softmax").expr.text == "sm[a0,a1,a2,a3] = softmax(s[a0,a1,a3,a2])");
+  CHECK(w.tensor("sm").shape == Shape{2, 3, 5, 4});
+  // 2x2 window, stride 1, end pads 1: (5 + 1 - 2) + 1 = 5, (4 + 1 - 2) + 1 = 4
+  CHECK(op(w, "avgpool").expr.text == "ap[a0,a1,a2,a3] avg= sm[a0,a1,a2+r0,a3+r1]");
+  CHECK(w.tensor("ap").shape == Shape{2, 3, 5, 4});
+  CHECK(op(w, "bcast_add").expr.text == "apv[a0,a1,a2,a3] = ap[a0,a1,a2,a3] + v[a1,0,a3]");  // v [3,1,4]
+  CHECK(op(w, "halve").expr.text == "hm[a0,a1,a2,a3] = apv[a0,a1,a2,a3] * 0.5");
+  CHECK(op(w, "minus_one").expr.text == "out1[a0,a1,a2,a3] = hm[a0,a1,a2,a3] - 1");  // + (-1)
+  CHECK(op(w, "gemm_ta").expr.text == "out2.mm[a0,a1] += gin[r0,a0] * gw[r0,a1]");   // transA
+  CHECK(op(w, "gemm_ta.bias").expr.text == "out2[a0,a1] = out2.mm[a0,a1] + gc[a0,0]");  // C [4,1]
+  // x [2,3,4] -> Transpose (0,2,1) -> Reshape [2,12]: the merged output axis splits and the output
+  // tensor keeps the [2,4,3] layout (row-major, the same bytes as [2,12]).
+  CHECK(op(w, "relu_merged").expr.text == "out3[a0,a1_0,a1_1] = relu(x[a0,a1_1,a1_0])");
+  CHECK(w.tensor("out3").shape == Shape{2, 4, 3});
+  CHECK(w.tensor("out1").output);
+  CHECK(w.tensor("out2").output);
+  CHECK(w.tensor("out3").output);
+  // b 1*8*5 + v 3*1*4 + gw 6*3 + gc 4*1; scalars and the axes / shape constants are not weights
+  CHECK(w.parameter_count() == 40 + 12 + 18 + 4);
+}
+
+TEST_CASE("ONNX GELU association orders, Constant nodes, Identity, LayerNormalization without bias", "[onnx]") {
+  const Workload w = import_onnx(model("variants"));
+  CHECK(op_names(w) == std::vector<std::string>{"g1_erf", "g2_erf", "ln_nobias", "ln_nobias.scale"});
+  CHECK(op(w, "g1_erf").expr.text == "y1[a0,a1] = gelu(x[a0,a1])");
+  CHECK(op(w, "g2_erf").expr.text == "y2[a0,a1] = gelu(y1[a0,a1])");
+  CHECK(op(w, "ln_nobias").expr.text == "y.norm[a0,a1] = layernorm(y2[a0,a1])");
+  CHECK(op(w, "ln_nobias.scale").expr.text == "y[a0,a1] = y.norm[a0,a1] * ln.g[a1]");
+  CHECK(w.parameter_count() == 8);
+}
+
+TEST_CASE("ONNX import errors name the file, the node and what is supported", "[onnx]") {
+  const std::string unsupported = model("unsupported");
+  CHECK_THROWS_AS(import_onnx(unsupported), Error);
+  CHECK_THROWS_WITH(import_onnx(unsupported),
+                    StartsWith(unsupported + ": node 'top_k' (TopK): unsupported operator; supported: Add, ") &&
+                        Contains("MatMul") && Contains("Softmax"));
+  CHECK_THROWS_WITH(import_onnx(model("softmax_axis")),
+                    Contains("node 'sm_axis1' (Softmax): axis 1 is not the last axis of the rank-3 input; only softmax "
+                             "along the last axis is supported"));
+  CHECK_THROWS_WITH(import_onnx(model("bad_reshape")),
+                    Contains("node 'reshape_64' (Reshape): reshape from [4,6] to [6,4] is not a layout view") &&
+                        Contains("Supported: splitting a dimension"));
+  CHECK_THROWS_WITH(import_onnx(model("symbolic")),
+                    Contains("symbolic.onnx: input 'x': dimension 0 is symbolic ('batch'); the importer needs static shapes"));
+  CHECK_THROWS_WITH(import_onnx(model("lone_erf")),
+                    Contains("node 'erf' (Erf): Erf is supported only inside the GELU pattern"));
+  CHECK_THROWS_WITH(import_onnx(model("merge_window")),
+                    Contains("node 'conv' (Conv): input 'xm' merges dimensions (a Reshape) and dimension 2 is read with "
+                             "the index 'a2+r1-1'; merged dimensions can only be read by plain axes"));
+}
+
+TEST_CASE("ONNX import: missing and non-ONNX files", "[onnx]") {
+  const fs::path dir = fs::path(model("mlp")).parent_path();
+  const std::string missing = (dir / "no-such-model.onnx").string();
+  CHECK_THROWS_WITH(import_onnx(missing), missing + ": cannot open the file: it does not exist");
+  const std::string text = (dir / "text.onnx").string();
+  std::ofstream(text) << "this is a text file, not a model\n";
+  CHECK_THROWS_WITH(import_onnx(text), StartsWith(text + ": not an ONNX model"));
+  const std::string empty = (dir / "empty.onnx").string();
+  std::ofstream{empty};
+  CHECK_THROWS_WITH(import_onnx(empty), empty + ": not an ONNX model (it has no graph or no nodes)");
+  CHECK_THROWS_WITH(import_onnx(dir.string()), dir.string() + ": cannot read the file: it is not a regular file");
+}
