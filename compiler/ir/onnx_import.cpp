@@ -333,8 +333,8 @@ class Importer {
     if (!in.type().has_tensor_type()) fail(fmt::format("input '{}' is not a tensor", in.name()));
     const auto& tt = in.type().tensor_type();
     if (!is_float_type(tt.elem_type())) {
-      unavailable_[in.name()] = fmt::format("graph input '{}' has element type {}; only floating-point tensors "
-                                            "(float, float16, bfloat16, double) are supported", in.name(),
+      unavailable_[in.name()] = fmt::format("a graph input of element type {}; only floating-point tensors "
+                                            "(float, float16, bfloat16, double) are supported",
                                             onnx_type_name(tt.elem_type()));
       return;
     }

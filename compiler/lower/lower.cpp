@@ -334,7 +334,9 @@ class Lowerer {
                                      {"inputs", {src.buffer}}, {"output", buf}, {"tag", tg},
                                      {"eval", {{"expr", copy_expr(rank)}, {"ranges", ranges}}}});
           } else {
-            sends[from].push_back(Json{{"op", "send"}, {"peer", c}, {"buffer", src.buffer}, {"bytes", bytes}, {"box", box_json(piece)}, {"tag", tg}});
+            Json snd{{"op", "send"}, {"peer", c}, {"buffer", src.buffer}, {"bytes", bytes}, {"tag", tg}};
+            if (o_.functional) snd["box"] = box_json(piece);
+            sends[from].push_back(std::move(snd));
             recvs[c].push_back(Json{{"op", "recv"}, {"peer", from}, {"buffer", buf}, {"bytes", bytes}, {"tag", tg}});
           }
         }
@@ -521,7 +523,9 @@ class Lowerer {
       for (const Box& piece : pieces) {
         const std::int64_t bytes = piece.elements() * 2;
         out.push_back(Json{{"op", "sync"}, {"group", grp}, {"tag", tg}});
-        out.push_back(Json{{"op", "send"}, {"peer", left}, {"buffer", bufs[k]}, {"bytes", bytes}, {"box", box_json(piece)}, {"tag", tg}});
+        Json snd{{"op", "send"}, {"peer", left}, {"buffer", bufs[k]}, {"bytes", bytes}, {"tag", tg}};
+        if (o_.functional) snd["box"] = box_json(piece);
+        out.push_back(std::move(snd));
         out.push_back(Json{{"op", "recv"}, {"peer", right}, {"buffer", bufs[k]}, {"bytes", bytes}, {"tag", tg}});
         out.push_back(Json{{"op", "compute"}, {"kind", "copy"}, {"elements", piece.elements()}, {"inputs", {"shift"}}, {"output", bufs[k]}, {"tag", tg}});
       }

@@ -201,7 +201,15 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
     p.loop.push_back(a);
     p.steps *= p.steps_on[static_cast<std::size_t>(a)];
   }
-  if (target.config) p.cost = estimate(p, op, target);
+  if (target.config) {
+    p.cost = estimate(p, op, target);
+    // Activations arrive in their producer's layout: each core gathers its window (the analytical
+    // model charges the bytes, not the number of source boxes).
+    for (std::size_t i = 0; i + 1 < p.parts.size(); ++i)
+      if (w.tensor(p.parts[i].tensor).role != ir::TensorRole::Weight)
+        p.cost.input_cycles += transfer_cycles(*target.config, p.parts[i].bytes_per_core);
+    p.cost.total_cycles += p.cost.input_cycles;
+  }
   return p;
 }
 

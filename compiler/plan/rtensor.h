@@ -33,6 +33,7 @@ struct Part {  // the rTensor of one operand: inputs in expression order, then t
 
 struct Cost {
   double compute_cycles = 0, shift_cycles = 0, sync_cycles = 0;
+  double input_cycles = 0;       // gathering activations into this plan's layout (re-layout)
   double total_cycles = 0;
   Bytes memory_bytes = 0;        // per core, every operand plus the shift buffer
   Bytes shift_bytes_per_step = 0;
