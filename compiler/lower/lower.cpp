@@ -54,7 +54,9 @@ struct Home {
 // Geometry of a plan on cores 0..cores-1: mixed-radix coordinates over the plan's axes.
 class Geometry {
  public:
-  Geometry(const plan::Plan& p, const ir::Operator& op) : p_(p), op_(op) {}
+  Geometry(const plan::Plan& p, const ir::Operator& op) : p_(p), op_(op), offset_(p.axes.size(), 0) {}
+  // VGM rounds: the slice [offset, offset + len) of a reduction axis.
+  void set_offset(std::size_t a, std::int64_t v) { offset_[a] = v; }
 
   Coords coords(std::int64_t c) const {
     Coords idx(p_.axes.size());
@@ -66,7 +68,7 @@ class Geometry {
     for (std::size_t a = 0; a < p_.axes.size(); ++a) c = c * p_.fop[a] + idx[a];
     return c;
   }
-  std::int64_t axis_lo(const Coords& idx, std::size_t a) const { return idx[a] * p_.len[a]; }
+  std::int64_t axis_lo(const Coords& idx, std::size_t a) const { return idx[a] * p_.len[a] + offset_[a]; }
   // Ring coordinate of a part: (block, q) from the part's share axes.
   std::int64_t j(const plan::Part& x, const Coords& idx) const {
     std::int64_t v = 0;
@@ -135,6 +137,7 @@ class Geometry {
  private:
   const plan::Plan& p_;
   const ir::Operator& op_;
+  std::vector<std::int64_t> offset_;
 };
 
 class Lowerer {
@@ -237,9 +240,11 @@ class Lowerer {
     return v;
   }
 
-  std::vector<View> part_views(std::size_t op, std::size_t part, const plan::Plan& p) const {
+  std::vector<View> part_views(std::size_t op, std::size_t part, const plan::Plan& p,
+                               int offset_axis = -1, std::int64_t offset = 0) const {
     const ir::Operator& o = w_.ops()[op];
     Geometry g(p, o);
+    if (offset_axis >= 0) g.set_offset(static_cast<std::size_t>(offset_axis), offset);
     std::vector<View> v(ncores_);
     for (std::int64_t c = 0; c < p.cores; ++c) v[static_cast<std::size_t>(c)] = g.view(part, g.coords(c));
     return v;
@@ -370,6 +375,7 @@ class Lowerer {
     const bool vgm = s_.planner == "vgm";
     Geometry g(p, op);
     const std::size_t nin = op.expr.inputs.size();
+    if (vgm && p.rounds > 1) { run_rounds(i); return; }
     std::vector<std::string> bufs(p.parts.size());
     std::vector<std::pair<std::size_t, std::string>> temps;  // (core-agnostic) buffers to free after
     const int t_setup = tag(op.name, "setup"), t_input = tag(op.name, "input"), t_main = tag(op.name, "main");
@@ -405,13 +411,22 @@ class Lowerer {
     for (const auto& [k, b] : temps)
       for (std::size_t c = 0; c < ncores_; ++c)
         if (sizes_.count({c, b})) free(c, b);
+    finish_op(i, out_views, bufs.back(), t_main);
+  }
+
+  // After the compute: VGM stores the output back to its stripes; model outputs go off-chip;
+  // tensors whose last reader has run are freed; all cores sync.
+  void finish_op(std::size_t i, const std::vector<View>& out_views, const std::string& out_buf, int t_main) {
+    const ir::Operator& op = w_.ops()[i];
+    const ir::Tensor& out = w_.tensor(op.expr.output.tensor);
+    const bool vgm = s_.planner == "vgm";
     if (vgm) {
       Home h{out.name, stripes(out)};
       for (std::size_t c = 0; c < ncores_; ++c)
         if (!h.views[c].tensor.empty()) alloc(c, h.buffer, h.views[c], fmt::format("operator '{}' output in VGM", op.name));
-      redistribute(Home{bufs.back(), out_views}, h.views, h.buffer, t_main);
+      redistribute(Home{out_buf, out_views}, h.views, h.buffer, t_main);
       for (std::size_t c = 0; c < ncores_; ++c)
-        if (sizes_.count({c, bufs.back()})) free(c, bufs.back());
+        if (sizes_.count({c, out_buf})) free(c, out_buf);
       homes_[out.name] = std::move(h);
     } else {
       homes_[out.name] = Home{out.name, out_views};
@@ -430,6 +445,48 @@ class Lowerer {
       }
     }
     for (std::size_t c = 0; c < ncores_; ++c) items_[c].push_back(Json{{"op", "sync"}, {"tag", t_main}});
+  }
+
+  // VGM with rounds: per round, load a slice of the reduction axis for every operand that has
+  // it, compute into the output (which accumulates), free the slices.
+  void run_rounds(std::size_t i) {
+    const ir::Operator& op = w_.ops()[i];
+    const plan::Plan& p = s_.ops[i].active;
+    const auto a = static_cast<std::size_t>(p.round_axis);
+    const std::int64_t chunk = (p.len[a] + p.rounds - 1) / p.rounds;
+    plan::Plan q = p;
+    q.len[a] = chunk;
+    q.round_axis = -1;
+    q.rounds = 1;
+    q.steps = 1;
+    const int t_input = tag(op.name, "input"), t_main = tag(op.name, "main");
+    tag(op.name, "setup");
+    const std::size_t nin = op.expr.inputs.size();
+    std::vector<std::string> bufs(p.parts.size());
+    auto out_views = part_views(i, p.parts.size() - 1, p);
+    bufs.back() = op.name + ".out";
+    for (std::size_t c = 0; c < ncores_; ++c)
+      if (!out_views[c].tensor.empty()) alloc(c, bufs.back(), out_views[c], fmt::format("operator '{}' output", op.name));
+    for (std::int64_t r = 0; r < p.rounds; ++r) {
+      for (std::size_t k = 0; k < nin; ++k) {
+        const ir::Tensor& t = w_.tensor(op.expr.inputs[k].tensor);
+        auto views = part_views(i, k, q, static_cast<int>(a), r * chunk);
+        bufs[k] = fmt::format("{}.in{}", op.name, k);
+        for (std::size_t c = 0; c < ncores_; ++c)
+          if (!views[c].tensor.empty()) alloc(c, bufs[k], views[c], fmt::format("operator '{}' input '{}' (round {})", op.name, t.name, r));
+        redistribute(homes_.at(t.name), views, bufs[k], t_input);
+      }
+      Geometry g(q, op);
+      g.set_offset(a, r * chunk);
+      for (std::int64_t c = 0; c < q.cores; ++c) {
+        std::vector<std::int64_t> t(q.axes.size(), 0);
+        items_[static_cast<std::size_t>(c)].push_back(compute_item(op, q, g, g.coords(c), bufs, t, t_main));
+      }
+      for (std::size_t k = 0; k < nin; ++k)
+        for (std::size_t c = 0; c < ncores_; ++c)
+          if (sizes_.count({c, bufs[k]})) free(c, bufs[k]);
+    }
+    finish_op(i, out_views, bufs.back(), t_main);
   }
 
   void store(const ir::Tensor& t, int tg) {
@@ -484,7 +541,7 @@ class Lowerer {
     Json ranges = Json::array();
     const std::size_t nout = op.expr.output.indices.size();
     for (std::size_t a = 0; a < p.axes.size(); ++a) {
-      std::int64_t lo = a < nout ? g.axis_lo(idx, a) : 0, len = p.len[a];
+      std::int64_t lo = g.axis_lo(idx, a), len = p.len[a];
       if (std::find(p.loop.begin(), p.loop.end(), static_cast<int>(a)) != p.loop.end()) {
         const std::int64_t chunk = (g.c0(a, idx) + t[a]) % p.steps_on[a];
         lo += chunk * p.pace[a];

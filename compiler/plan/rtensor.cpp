@@ -216,7 +216,10 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
 StepCompute step_compute(const Plan& p, const ir::Operator& op, const sim::Config& cfg) {
   const ir::Expr& e = op.expr;
   StepCompute s;
-  auto sub = [&](std::size_t a) { return std::find(p.loop.begin(), p.loop.end(), static_cast<int>(a)) != p.loop.end() ? p.pace[a] : p.len[a]; };
+  auto sub = [&](std::size_t a) {
+    if (static_cast<int>(a) == p.round_axis) return cdiv(p.len[a], p.rounds);
+    return std::find(p.loop.begin(), p.loop.end(), static_cast<int>(a)) != p.loop.end() ? p.pace[a] : p.len[a];
+  };
   const std::size_t nout = e.output.indices.size();
   const auto& core = cfg.chip.core;
   if (e.kind == ir::ExprKind::Contraction) {
@@ -269,7 +272,7 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
   const sim::Config& cfg = *t.config;
   Cost c;
   const StepCompute sc = step_compute(p, op, cfg);
-  c.compute_cycles = static_cast<double>(sc.cycles) * static_cast<double>(p.steps);
+  c.compute_cycles = static_cast<double>(sc.cycles) * static_cast<double>(p.steps);  // rounds, for VGM
   bool rotates = false;
   std::int64_t events = 1;
   for (std::size_t i = 0; i < p.loop.size(); ++i) {
@@ -386,6 +389,38 @@ std::vector<Plan> enumerate_plans(const ir::Operator& op, const ir::Workload& w,
     else min_pad = std::max(0.0, min_pad - 0.2);
   }
   throw Error(fmt::format("operator '{}': no partition plan exists even with relaxed filters", op.name));
+}
+
+Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, int axis,
+                 std::int64_t rounds, const Target& t) {
+  Plan q = p;
+  q.round_axis = axis;
+  q.rounds = rounds;
+  q.steps = rounds;
+  const auto a = static_cast<std::size_t>(axis);
+  const std::int64_t chunk = cdiv(p.len[a], rounds);
+  // Operands indexed by the axis hold one round's slice of it.
+  const auto& name = p.axes[a];
+  for (std::size_t i = 0; i < q.parts.size(); ++i) {
+    const ir::Access& acc = i < op.expr.inputs.size() ? op.expr.inputs[i] : op.expr.output;
+    Bytes bytes = dtype_bytes(w.tensor(acc.tensor).dtype);
+    for (const auto& ix : acc.indices) {
+      std::int64_t ext = 1;
+      for (const auto& term : ix.terms) {
+        const auto b = static_cast<std::size_t>(std::find(p.axes.begin(), p.axes.end(), term.axis) - p.axes.begin());
+        ext += term.coeff * ((term.axis == name ? chunk : p.len[b]) - 1);
+      }
+      bytes *= static_cast<Bytes>(ext);
+    }
+    q.parts[i].bytes_per_core = bytes;
+  }
+  if (t.config) {
+    const double input = q.cost.input_cycles;
+    q.cost = estimate(q, op, t);
+    q.cost.input_cycles = input + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
+    q.cost.total_cycles += q.cost.input_cycles;
+  }
+  return q;
 }
 
 std::vector<Plan> pareto_front(std::vector<Plan> plans) {

@@ -47,6 +47,10 @@ struct Plan {
   std::vector<Part> parts;
   std::int64_t cores = 1, steps = 1;
   double padding_ratio = 1;       // smallest |X| / |X padded| over the operands
+  // VGM only: the sub-operator runs in `rounds` load-compute rounds along a reduction axis, so
+  // that its operands fit beside the VGM reservation (partial sums stay in the output buffer).
+  int round_axis = -1;
+  std::int64_t rounds = 1;
   Cost cost;
   std::string describe() const;   // "fop[m:2,k:1,n:4] A:ft[1,4] B:ft[2,1] rp[k:2] 4 steps"
 };
@@ -78,6 +82,9 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& target);
 // Every plan passing the filters (relaxed step by step until some plan passes).
 std::vector<Plan> enumerate_plans(const ir::Operator& op, const ir::Workload& w, const Target& t,
                                   bool allow_rotation = true, std::size_t* space_size = nullptr);
+// The same plan run in `rounds` rounds along reduction axis `axis` (VGM sub-operator sizing).
+Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, int axis,
+                 std::int64_t rounds, const Target& t);
 // Non-dominated plans in (time, memory), fastest first.
 std::vector<Plan> pareto_front(std::vector<Plan> plans);
 

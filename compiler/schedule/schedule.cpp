@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "sim/common/error.h"
 
@@ -66,6 +67,31 @@ double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Wor
                           w.name, planner, op.name, need, have, detail, need - have));
 }
 
+// Element-wise and row-wise operators are cheap next to re-laying out their input: they follow
+// their first produced input's layout (same split per dimension, no rotation), so that input
+// needs no exchange at all.
+std::optional<plan::Plan> follow_producer(std::size_t i, const ir::Workload& w, const std::vector<plan::Plan>& chosen,
+                                          const plan::Target& t) {
+  const ir::Operator& op = w.ops()[i];
+  if (op.expr.kind == ir::ExprKind::Contraction) return std::nullopt;
+  for (const auto& in : op.expr.inputs) {
+    const int prod = w.producer(in.tensor);
+    if (prod < 0 || static_cast<std::size_t>(prod) >= chosen.size()) continue;
+    const plan::Part& out = chosen[static_cast<std::size_t>(prod)].parts.back();
+    std::map<std::string, std::int64_t> fop;
+    bool ok = true;
+    for (std::size_t d = 0; d < in.indices.size() && ok; ++d) {
+      if (out.fs[d] == 1) continue;
+      ok = in.indices[d].plain();
+      if (ok) fop[in.indices[d].terms[0].axis] = out.fs[d];
+    }
+    if (!ok) continue;
+    auto p = plan::make_plan(op, w, fop, {}, t);
+    if (p) return p;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
@@ -95,7 +121,22 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   for (const auto& op : ops) {
     const std::string key = signature(op, w);
     auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(key, plan::pareto_front(plan::enumerate_plans(op, w, o.target))).first;
+    if (it == cache.end()) {
+      auto all = plan::enumerate_plans(op, w, o.target);
+      // The idle plan minimises weight memory, which the (time, total memory) front may miss:
+      // keep the fastest of the weight-leanest plans beside the front.
+      const plan::Plan* lean = nullptr;
+      for (const auto& p : all)
+        if (!lean || weight_bytes(p, w) < weight_bytes(*lean, w) ||
+            (weight_bytes(p, w) == weight_bytes(*lean, w) && p.cost.total_cycles < lean->cost.total_cycles))
+          lean = &p;
+      plan::Plan keep = *lean;
+      auto front = plan::pareto_front(std::move(all));
+      bool present = false;
+      for (const auto& p : front) present = present || p.describe() == keep.describe();
+      if (!present) front.push_back(std::move(keep));
+      it = cache.emplace(key, std::move(front)).first;
+    }
     fronts.push_back(with_names(it->second, op));
   }
   const Bytes sram = cfg.chip.core.sram_bytes - o.reserve_bytes;
@@ -175,6 +216,23 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         idle[i] = bq;
       }
   }
+  // Layout following for element-wise and row-wise operators (in program order, so a chain of
+  // them keeps one layout).
+  {
+    std::vector<plan::Plan> chosen;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto f = follow_producer(i, w, chosen, o.target);
+      if (f && !has_weights(ops[i], w)) {
+        fronts[i].push_back(*f);
+        best.act[i] = best.idle[i] = fronts[i].size() - 1;
+      } else if (f) {
+        // Weights (a bias, layernorm's gamma/beta) follow too: idle and active both the followed plan.
+        fronts[i].push_back(*f);
+        best.act[i] = best.idle[i] = fronts[i].size() - 1;
+      }
+      chosen.push_back(fronts[i][best.act[i]]);
+    }
+  }
   s.predicted_cycles = best.t;
   s.idle_bytes_per_core = best.idle_bytes;
   s.active_bytes_per_core = sram - best.idle_bytes - live;
@@ -221,6 +279,24 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
     const plan::Plan* pick = nullptr;
     for (const auto& p : front)
       if (p.cost.memory_bytes <= local) { pick = &p; break; }
+    // Nothing fits whole: the fastest plan that fits when its sub-operator runs in rounds along a
+    // reduction axis (load a slice, compute, accumulate; store once).
+    plan::Plan rounded;
+    if (!pick) {
+      const auto red = op.expr.kind == ir::ExprKind::Contraction ? op.expr.reduction_axes() : std::vector<std::string>{};
+      for (const auto& p : front)
+        for (const auto& axis : red) {
+          const int a = static_cast<int>(std::find(p.axes.begin(), p.axes.end(), axis) - p.axes.begin());
+          for (std::int64_t r = 2; r <= p.len[static_cast<std::size_t>(a)]; r *= 2) {
+            auto q = plan::with_rounds(p, op, w, a, r, o.target);
+            if (q.cost.memory_bytes <= local && (!pick || q.cost.total_cycles < pick->cost.total_cycles)) {
+              rounded = q;
+              pick = &rounded;
+            }
+            if (q.cost.memory_bytes <= local) break;
+          }
+        }
+    }
     if (!pick) {
       Bytes need = std::numeric_limits<Bytes>::max();
       for (const auto& p : front) need = std::min(need, p.cost.memory_bytes);
