@@ -59,10 +59,15 @@ int compile_cmd(const CompileArgs& a) {
   const sim::Config cfg = sim::load_config(a.config);
   const ir::Workload w = workload(a);
   const compiler::Compiled c = compiler::compile(w, cfg, a.opt);
-  write_json(a.out, c.program, -1);
+  {
+    std::ofstream out(a.out);
+    if (!out) throw Error(fmt::format("{}: cannot write file", a.out));
+    c.program.write_json(out);
+    if (!out) throw Error(fmt::format("{}: write failed", a.out));
+  }
   if (a.save_workload) write_json(a.out + ".workload.json", ir::workload_to_json(w), 2);
-  fmt::print("{}: {} operators, {} planner, predicted {:.0f} cycles; compiled in {:.2f} s; program written to {}\n",
-             w.name, w.ops().size(), a.opt.planner, c.schedule.predicted_cycles, c.compile_seconds, a.out);
+  fmt::print("{}: {} operators, {} planner, predicted {:.0f} cycles; compiled in {:.2f} s; {} items written to {}\n",
+             w.name, w.ops().size(), a.opt.planner, c.schedule.predicted_cycles, c.compile_seconds, c.program.items(), a.out);
   return 0;
 }
 
@@ -72,7 +77,8 @@ int run_cmd(const CompileArgs& a) {
   const compiler::Compiled c = compiler::compile(w, cfg, a.opt);
   sim::ProgramOptions po;
   po.functional = a.opt.functional;
-  const sim::Program prog = sim::parse_program(c.program, w.name + " (compiled)", cfg, po);
+  const sim::Program prog = a.opt.functional ? sim::parse_program(c.program.json(), w.name + " (compiled)", cfg, po)
+                                             : c.program.program(cfg);
   sim::SimOptions so;
   so.trace_path = a.trace;
   sim::SimOutcome o = sim::simulate(cfg, prog, so);

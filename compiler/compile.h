@@ -23,7 +23,7 @@ struct CompileOptions {
 
 struct Compiled {
   schedule::Schedule schedule;
-  Json program;
+  lower::Lowered program;
   double compile_seconds = 0;  // host CPU time of planning, scheduling and lowering
 };
 

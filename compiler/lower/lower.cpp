@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
+
+#include "sim/core/compute_model.h"
 
 #include "sim/common/error.h"
 #include "sim/functional/data.h"
@@ -16,7 +19,6 @@ using sim::Box;
 using sim::View;
 using Coords = std::vector<std::int64_t>;
 
-Json box_json(const Box& b) { return Json{{"origin", b.origin}, {"extent", b.extent}}; }
 
 // Clips a box to a tensor's shape; false when nothing is left.
 bool clip(Box& b, const std::vector<std::int64_t>& shape) {
@@ -143,26 +145,38 @@ class Geometry {
 class Lowerer {
  public:
   Lowerer(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o)
-      : w_(w), s_(s), cfg_(cfg), o_(o), ncores_(cfg.total_cores()), items_(ncores_, Json::array()),
-        live_(ncores_, 0) {}
+      : w_(w), s_(s), cfg_(cfg), o_(o), ncores_(cfg.total_cores()), live_(ncores_, 0) {
+    out_.name = fmt::format("{} ({})", w.name, s.planner);
+    out_.functional = o.functional;
+    out_.cores.resize(ncores_);
+    out_.peak_bytes.assign(ncores_, 0);
+    std::vector<std::uint32_t> all(ncores_);
+    for (std::size_t c = 0; c < ncores_; ++c) all[c] = static_cast<std::uint32_t>(c);
+    out_.groups.push_back({"all", all});
+    if (o.functional)
+      for (const auto& t : w.tensors()) out_.data_tensors.push_back({t.name, t.shape});
+  }
 
-  Json run() {
+  Lowered run() {
     for (const auto& t : w_.tensors()) {
       if (t.role == ir::TensorRole::Input) place_input(t);
       if (t.role == ir::TensorRole::Weight) place_weight(t);
     }
     for (std::size_t i = 0; i < w_.ops().size(); ++i) run_op(i);
-    return program();
+    return std::move(out_);
   }
 
  private:
   // ---- items -------------------------------------------------------------------------------
   void alloc(std::size_t c, const std::string& buf, const View& v, const std::string& where) {
     const Bytes bytes = static_cast<Bytes>(v.elements()) * 2;
-    Json it{{"op", "alloc"}, {"buffer", buf}, {"bytes", bytes}};
-    if (o_.functional) it["view"] = Json{{"tensor", v.tensor}, {"origin", v.origin}, {"extent", v.extent}, {"cyclic", v.cyclic}};
-    items_[c].push_back(std::move(it));
+    LItem it{K::Alloc};
+    it.buf = name(buf);
+    it.bytes = static_cast<std::int64_t>(bytes);
+    if (o_.functional) { it.aux = static_cast<int>(out_.views.size()); out_.views.push_back(v); }
+    out_.cores[c].push_back(it);
     live_[c] += bytes;
+    out_.peak_bytes[c] = std::max(out_.peak_bytes[c], live_[c]);
     sizes_[{c, buf}] = bytes;
     const Bytes sram = cfg_.chip.core.sram_bytes;
     if (live_[c] > sram)
@@ -170,10 +184,12 @@ class Lowerer {
                               "but has {}; short by {} bytes", w_.name, s_.planner, where, c, live_[c], sram, live_[c] - sram));
   }
   void alloc_raw(std::size_t c, const std::string& buf, Bytes bytes, const std::string& where) {
-    View v;
-    v.tensor = "";
-    items_[c].push_back(Json{{"op", "alloc"}, {"buffer", buf}, {"bytes", bytes}});
+    LItem it{K::Alloc};
+    it.buf = name(buf);
+    it.bytes = static_cast<std::int64_t>(bytes);
+    out_.cores[c].push_back(it);
     live_[c] += bytes;
+    out_.peak_bytes[c] = std::max(out_.peak_bytes[c], live_[c]);
     sizes_[{c, buf}] = bytes;
     if (live_[c] > cfg_.chip.core.sram_bytes)
       throw Error(fmt::format("workload '{}' does not fit ({} planner): at {}, core {} needs {} bytes of scratchpad "
@@ -181,7 +197,9 @@ class Lowerer {
                               cfg_.chip.core.sram_bytes, live_[c] - cfg_.chip.core.sram_bytes));
   }
   void free(std::size_t c, const std::string& buf) {
-    items_[c].push_back(Json{{"op", "free"}, {"buffer", buf}});
+    LItem it{K::Free};
+    it.buf = name(buf);
+    out_.cores[c].push_back(it);
     live_[c] -= sizes_[{c, buf}];
     sizes_.erase({c, buf});
   }
@@ -189,26 +207,71 @@ class Lowerer {
     auto key = op + "\n" + phase;
     auto it = tag_index_.find(key);
     if (it != tag_index_.end()) return it->second;
-    tags_.push_back(Json{{"op", op}, {"phase", phase}});
-    return tag_index_[key] = static_cast<int>(tags_.size()) - 1;
+    out_.tags.push_back(sim::Tag{op, phase});
+    return tag_index_[key] = static_cast<int>(out_.tags.size()) - 1;
   }
   int copy_expr(std::size_t rank) {
     auto it = copy_exprs_.find(rank);
     if (it != copy_exprs_.end()) return it->second;
     std::string ix;
     for (std::size_t d = 0; d < rank; ++d) ix += fmt::format("{}d{}", d ? "," : "", d);
-    exprs_.push_back(fmt::format("T[{}] = T[{}]", ix, ix));
-    return copy_exprs_[rank] = static_cast<int>(exprs_.size()) - 1;
+    out_.exprs.push_back(fmt::format("T[{}] = T[{}]", ix, ix));
+    return copy_exprs_[rank] = static_cast<int>(out_.exprs.size()) - 1;
   }
-  std::string group(std::int64_t cores) {
-    if (cores >= static_cast<std::int64_t>(ncores_)) return "all";
-    std::string name = fmt::format("cores{}", cores);
-    if (!groups_.count(name)) {
-      Json m = Json::array();
-      for (std::int64_t c = 0; c < cores; ++c) m.push_back(c);
-      groups_[name] = m;
-    }
-    return name;
+  std::uint32_t group(std::int64_t cores) {
+    if (cores >= static_cast<std::int64_t>(ncores_)) return 0;
+    auto it = group_index_.find(cores);
+    if (it != group_index_.end()) return it->second;
+    std::vector<std::uint32_t> m;
+    for (std::int64_t c = 0; c < cores; ++c) m.push_back(static_cast<std::uint32_t>(c));
+    out_.groups.push_back({fmt::format("cores{}", cores), m});
+    return group_index_[cores] = static_cast<std::uint32_t>(out_.groups.size() - 1);
+  }
+  int name(const std::string& n) {
+    auto it = name_ids_.find(n);
+    if (it != name_ids_.end()) return it->second;
+    out_.names.push_back(n);
+    return name_ids_[n] = static_cast<int>(out_.names.size()) - 1;
+  }
+  std::uint32_t offchip(const ir::Tensor& t) {
+    for (std::size_t i = 0; i < out_.offchip.size(); ++i)
+      if (out_.offchip[i].first == t.name) return static_cast<std::uint32_t>(i);
+    out_.offchip.push_back({t.name, t.bytes()});
+    return static_cast<std::uint32_t>(out_.offchip.size() - 1);
+  }
+  LItem msg(K k, std::size_t peer, const std::string& buf, std::int64_t bytes, int tg, const Box* box = nullptr) {
+    LItem it{k};
+    it.arg = static_cast<std::uint32_t>(peer);
+    it.buf = name(buf);
+    it.bytes = bytes;
+    it.tag = tg;
+    if (box && o_.functional) { it.aux = static_cast<int>(out_.boxes.size()); out_.boxes.push_back(*box); }
+    return it;
+  }
+  LItem sync_item(std::uint32_t grp, int tg) {
+    LItem it{K::Sync};
+    it.arg = grp;
+    it.tag = tg;
+    return it;
+  }
+  LItem comp_item(CompItem ci, int tg) {
+    LItem it{K::Compute};
+    it.tag = tg;
+    it.aux = static_cast<int>(out_.comps.size());
+    out_.comps.push_back(std::move(ci));
+    return it;
+  }
+  LItem copy_item(std::int64_t elements, const std::string& from, const std::string& to, int tg, int expr,
+                  std::vector<std::pair<std::int64_t, std::int64_t>> ranges) {
+    CompItem ci;
+    ci.kind = "copy";
+    ci.elements = elements;
+    ci.cycles = sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, static_cast<std::uint64_t>(elements));
+    ci.ins = {name(from)};
+    ci.out = name(to);
+    ci.expr = expr;
+    ci.ranges = std::move(ranges);
+    return comp_item(std::move(ci), tg);
   }
 
   // ---- layouts -----------------------------------------------------------------------------
@@ -257,9 +320,10 @@ class Lowerer {
       if (h.views[c].tensor.empty()) continue;
       alloc(c, h.buffer, h.views[c], fmt::format("model input '{}'", t.name));
       Box b{h.views[c].origin, h.views[c].extent};
-      items_[c].push_back(Json{{"op", "load"}, {"tensor", t.name}, {"buffer", h.buffer}, {"bytes", b.elements() * 2}, {"tag", tg}});
+      LItem it = msg(K::Load, 0, h.buffer, b.elements() * 2, tg);
+      it.arg = offchip(t);
+      out_.cores[c].push_back(it);
     }
-    offchip_.push_back(Json{{"name", t.name}, {"bytes", t.bytes()}});
     homes_[t.name] = std::move(h);
   }
 
@@ -279,7 +343,11 @@ class Lowerer {
     for (std::size_t c = 0; c < ncores_; ++c) {
       if (h.views[c].tensor.empty()) continue;
       alloc(c, h.buffer, h.views[c], fmt::format("weight '{}' at rest", t.name));
-      if (o_.functional) items_[c].push_back(Json{{"op", "init"}, {"buffer", h.buffer}});
+      if (o_.functional) {
+        LItem it{K::Init};
+        it.buf = name(h.buffer);
+        out_.cores[c].push_back(it);
+      }
     }
     homes_[t.name] = std::move(h);
   }
@@ -301,7 +369,7 @@ class Lowerer {
       holders[b.origin].push_back(c);
     }
     for (auto& x : iv) { std::sort(x.begin(), x.end()); x.erase(std::unique(x.begin(), x.end()), x.end()); }
-    std::vector<Json> sends(ncores_, Json::array()), copies(ncores_, Json::array()), recvs(ncores_, Json::array());
+    std::vector<std::vector<LItem>> sends(ncores_), copies(ncores_), recvs(ncores_);
     for (std::size_t c = 0; c < ncores_; ++c) {
       const View& v = dst[c];
       if (v.tensor.empty()) continue;
@@ -333,16 +401,12 @@ class Lowerer {
           std::size_t from = std::find(list.begin(), list.end(), c) != list.end() ? c : list[c % list.size()];
           const std::int64_t bytes = piece.elements() * 2;
           if (from == c) {
-            Json ranges = Json::array();
+            std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
             for (std::size_t d = 0; d < rank; ++d) ranges.push_back({piece.origin[d], piece.origin[d] + piece.extent[d]});
-            copies[c].push_back(Json{{"op", "compute"}, {"kind", "copy"}, {"elements", piece.elements()},
-                                     {"inputs", {src.buffer}}, {"output", buf}, {"tag", tg},
-                                     {"eval", {{"expr", copy_expr(rank)}, {"ranges", ranges}}}});
+            copies[c].push_back(copy_item(piece.elements(), src.buffer, buf, tg, copy_expr(rank), std::move(ranges)));
           } else {
-            Json snd{{"op", "send"}, {"peer", c}, {"buffer", src.buffer}, {"bytes", bytes}, {"tag", tg}};
-            if (o_.functional) snd["box"] = box_json(piece);
-            sends[from].push_back(std::move(snd));
-            recvs[c].push_back(Json{{"op", "recv"}, {"peer", from}, {"buffer", buf}, {"bytes", bytes}, {"tag", tg}});
+            sends[from].push_back(msg(K::Send, c, src.buffer, bytes, tg, &piece));
+            recvs[c].push_back(msg(K::Recv, from, buf, bytes, tg));
           }
         }
         std::size_t d = rank;
@@ -355,9 +419,10 @@ class Lowerer {
       }
     }
     for (std::size_t c = 0; c < ncores_; ++c) {
-      for (auto& j : sends[c]) items_[c].push_back(std::move(j));
-      for (auto& j : copies[c]) items_[c].push_back(std::move(j));
-      for (auto& j : recvs[c]) items_[c].push_back(std::move(j));
+      auto& o = out_.cores[c];
+      o.insert(o.end(), sends[c].begin(), sends[c].end());
+      o.insert(o.end(), copies[c].begin(), copies[c].end());
+      o.insert(o.end(), recvs[c].begin(), recvs[c].end());
     }
   }
   std::string t_name(const Home& h) const { for (const auto& v : h.views) if (!v.tensor.empty()) return v.tensor; return h.buffer; }
@@ -398,13 +463,13 @@ class Lowerer {
     for (std::size_t c = 0; c < ncores_; ++c)
       if (!out_views[c].tensor.empty()) alloc(c, bufs.back(), out_views[c], fmt::format("operator '{}' output", op.name));
     bool rotates = !p.loop.empty();
-    const std::string grp = group(p.cores);
+    const std::uint32_t grp = group(p.cores);
     for (std::int64_t c = 0; c < p.cores; ++c) {
       const auto cc = static_cast<std::size_t>(c);
       if (rotates) alloc_raw(cc, "shift", o_.shift_buffer_bytes, fmt::format("operator '{}' shift buffer", op.name));
       Coords idx = g.coords(c);
       std::vector<std::int64_t> t(p.axes.size(), 0);
-      emit_loop(op, p, g, idx, bufs, t, 0, items_[cc], t_main, grp);
+      emit_loop(op, p, g, idx, bufs, t, 0, out_.cores[cc], t_main, grp);
       if (rotates) free(cc, "shift");
     }
     // Idle cores take part in the operator's syncs? No: the plan's group holds only its cores.
@@ -444,7 +509,7 @@ class Lowerer {
         homes_.erase(t.name);
       }
     }
-    for (std::size_t c = 0; c < ncores_; ++c) items_[c].push_back(Json{{"op", "sync"}, {"tag", t_main}});
+    for (std::size_t c = 0; c < ncores_; ++c) out_.cores[c].push_back(sync_item(0, t_main));
   }
 
   // VGM with rounds: per round, load a slice of the reduction axis for every operand that has
@@ -480,7 +545,7 @@ class Lowerer {
       g.set_offset(a, r * chunk);
       for (std::int64_t c = 0; c < q.cores; ++c) {
         std::vector<std::int64_t> t(q.axes.size(), 0);
-        items_[static_cast<std::size_t>(c)].push_back(compute_item(op, q, g, g.coords(c), bufs, t, t_main));
+        out_.cores[static_cast<std::size_t>(c)].push_back(compute_item(op, q, g, g.coords(c), bufs, t, t_main));
       }
       for (std::size_t k = 0; k < nin; ++k)
         for (std::size_t c = 0; c < ncores_; ++c)
@@ -495,9 +560,10 @@ class Lowerer {
       if (h.views[c].tensor.empty()) continue;
       Box b{h.views[c].origin, h.views[c].extent};
       if (!clip(b, t.shape)) continue;
-      items_[c].push_back(Json{{"op", "store"}, {"tensor", t.name}, {"buffer", h.buffer}, {"bytes", b.elements() * 2}, {"tag", tg}});
+      LItem it = msg(K::Store, 0, h.buffer, b.elements() * 2, tg);
+      it.arg = offchip(t);
+      out_.cores[c].push_back(it);
     }
-    offchip_.push_back(Json{{"name", t.name}, {"bytes", t.bytes()}});
   }
 
   // The plan's loop nest on one core: compute at the innermost level, after each iteration of
@@ -505,7 +571,7 @@ class Lowerer {
   // step touches different values), a `repeat` per level otherwise.
   void emit_loop(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
                  const std::vector<std::string>& bufs, std::vector<std::int64_t>& t, std::size_t level,
-                 Json& out, int tg, const std::string& grp) {
+                 std::vector<LItem>& out, int tg, std::uint32_t grp) {
     if (level == p.loop.size()) {
       out.push_back(compute_item(op, p, g, idx, bufs, t, tg));
       return;
@@ -520,25 +586,27 @@ class Lowerer {
       }
       t[a] = 0;
     } else {
-      Json body = Json::array();
-      emit_loop(op, p, g, idx, bufs, t, level + 1, body, tg, grp);
-      shift(op, p, g, idx, bufs, t, a, body, tg, grp);
-      out.push_back(Json{{"op", "repeat"}, {"count", n}, {"body", std::move(body)}});
+      LItem begin{K::Begin};
+      begin.arg = static_cast<std::uint32_t>(n);
+      out.push_back(begin);
+      emit_loop(op, p, g, idx, bufs, t, level + 1, out, tg, grp);
+      shift(op, p, g, idx, bufs, t, a, out, tg, grp);
+      out.push_back(LItem{K::End});
     }
   }
 
-  Json compute_item(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
-                    const std::vector<std::string>& bufs, const std::vector<std::int64_t>& t, int tg) {
+  LItem compute_item(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
+                     const std::vector<std::string>& bufs, const std::vector<std::int64_t>& t, int tg) {
     const plan::StepCompute sc = plan::step_compute(p, op, cfg_);
-    Json it{{"op", "compute"}, {"kind", sc.kind}, {"tag", tg}};
-    if (sc.kind == "matmul") { it["batch"] = sc.batch; it["m"] = sc.m; it["k"] = sc.k; it["n"] = sc.n; }
-    else if (sc.kind == "reduce_sum" || sc.kind == "reduce_max" || sc.kind == "softmax" || sc.kind == "layernorm") { it["rows"] = sc.rows; it["cols"] = sc.cols; }
-    else it["elements"] = sc.elements;
-    Json ins = Json::array();
-    for (std::size_t k = 0; k + 1 < bufs.size(); ++k) ins.push_back(bufs[k]);
-    it["inputs"] = ins;
-    it["output"] = bufs.back();
-    Json ranges = Json::array();
+    CompItem ci;
+    ci.kind = sc.kind;
+    ci.batch = sc.batch; ci.m = sc.m; ci.k = sc.k; ci.n = sc.n;
+    ci.elements = sc.elements; ci.rows = sc.rows; ci.cols = sc.cols;
+    ci.cycles = sc.cycles;
+    for (std::size_t k = 0; k + 1 < bufs.size(); ++k) ci.ins.push_back(name(bufs[k]));
+    ci.out = name(bufs.back());
+    ci.expr = expr_index(op);
+    auto& ranges = ci.ranges;
     const std::size_t nout = op.expr.output.indices.size();
     for (std::size_t a = 0; a < p.axes.size(); ++a) {
       std::int64_t lo = g.axis_lo(idx, a), len = p.len[a];
@@ -549,20 +617,19 @@ class Lowerer {
       }
       ranges.push_back({lo, lo + len});
     }
-    it["eval"] = Json{{"expr", expr_index(op)}, {"ranges", ranges}};
-    return it;
+    return comp_item(std::move(ci), tg);
   }
 
   int expr_index(const ir::Operator& op) {
     auto it = op_exprs_.find(op.name);
     if (it != op_exprs_.end()) return it->second;
-    exprs_.push_back(op.expr.text);
-    return op_exprs_[op.name] = static_cast<int>(exprs_.size()) - 1;
+    out_.exprs.push_back(op.expr.text);
+    return op_exprs_[op.name] = static_cast<int>(out_.exprs.size()) - 1;
   }
 
   void shift(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
              const std::vector<std::string>& bufs, const std::vector<std::int64_t>& t, std::size_t axis,
-             Json& out, int tg, const std::string& grp) {
+             std::vector<LItem>& out, int tg, std::uint32_t grp) {
     for (std::size_t k = 0; k < p.parts.size(); ++k) {
       const plan::Part& x = p.parts[k];
       if (x.rot_axis != static_cast<int>(axis)) continue;
@@ -579,30 +646,12 @@ class Lowerer {
       const std::int64_t left = g.neighbour(x, idx, -1), right = g.neighbour(x, idx, +1);
       for (const Box& piece : pieces) {
         const std::int64_t bytes = piece.elements() * 2;
-        out.push_back(Json{{"op", "sync"}, {"group", grp}, {"tag", tg}});
-        Json snd{{"op", "send"}, {"peer", left}, {"buffer", bufs[k]}, {"bytes", bytes}, {"tag", tg}};
-        if (o_.functional) snd["box"] = box_json(piece);
-        out.push_back(std::move(snd));
-        out.push_back(Json{{"op", "recv"}, {"peer", right}, {"buffer", bufs[k]}, {"bytes", bytes}, {"tag", tg}});
-        out.push_back(Json{{"op", "compute"}, {"kind", "copy"}, {"elements", piece.elements()}, {"inputs", {"shift"}}, {"output", bufs[k]}, {"tag", tg}});
+        out.push_back(sync_item(grp, tg));
+        out.push_back(msg(K::Send, static_cast<std::size_t>(left), bufs[k], bytes, tg, &piece));
+        out.push_back(msg(K::Recv, static_cast<std::size_t>(right), bufs[k], bytes, tg));
+        out.push_back(copy_item(piece.elements(), "shift", bufs[k], tg, -1, {}));
       }
     }
-  }
-
-  Json program() {
-    Json cores = Json::array();
-    for (std::size_t c = 0; c < ncores_; ++c) cores.push_back(Json{{"core", c}, {"items", std::move(items_[c])}});
-    Json j{{"format", "tessera-program"}, {"version", 1},
-           {"name", fmt::format("{} ({})", w_.name, s_.planner)},
-           {"offchip_tensors", offchip_}, {"tags", tags_}, {"cores", std::move(cores)}};
-    if (!groups_.empty()) j["groups"] = groups_;
-    if (o_.functional) {
-      Json dts = Json::array();
-      for (const auto& t : w_.tensors()) dts.push_back(Json{{"name", t.name}, {"shape", t.shape}});
-      j["data_tensors"] = dts;
-    }
-    j["exprs"] = exprs_;
-    return j;
   }
 
   const ir::Workload& w_;
@@ -610,22 +659,20 @@ class Lowerer {
   const sim::Config& cfg_;
   Options o_;
   std::size_t ncores_;
-  std::vector<Json> items_;
+  Lowered out_;
   std::vector<Bytes> live_;
   std::map<std::pair<std::size_t, std::string>, Bytes> sizes_;
   std::map<std::string, Home> homes_;
-  Json tags_ = Json::array();
   std::map<std::string, int> tag_index_;
-  std::vector<std::string> exprs_;
   std::map<std::size_t, int> copy_exprs_;
   std::map<std::string, int> op_exprs_;
-  Json groups_ = Json::object();
-  Json offchip_ = Json::array();
+  std::map<std::int64_t, std::uint32_t> group_index_;
+  std::unordered_map<std::string, int> name_ids_;
 };
 
 }  // namespace
 
-Json lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o) {
+Lowered lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o) {
   return Lowerer(w, s, cfg, o).run();
 }
 

@@ -6,12 +6,20 @@
 // exchange (the setup phase for weights, the input phase for activations); then every core runs
 // the plan's compute steps, rotating partitions to ring neighbours through the bounded shift
 // buffer; buffers are freed when their last reader has run.
+//
+// The result is kept in a compact form: whole models on 1472 cores have millions of items, so it
+// becomes the simulator's Program directly, or is streamed out as JSON.
+#include <cstdint>
+#include <iosfwd>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 #include "compiler/schedule/schedule.h"
 #include "sim/common/json_reader.h"
 #include "sim/config/config.h"
+#include "sim/program/program.h"
 
 namespace tessera::lower {
 
@@ -20,8 +28,52 @@ struct Options {
   Bytes shift_buffer_bytes = 8192;
 };
 
-Json lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg,
-           const Options& o);
+enum class K : std::uint8_t { Alloc, Free, Init, Compute, Send, Recv, Sync, Load, Store, Begin, End };
+
+struct LItem {
+  K k;
+  int tag = -1;
+  std::uint32_t arg = 0;   // Send/Recv: peer; Sync: group; Load/Store: off-chip tensor; Begin: count
+  std::int64_t bytes = 0;  // Alloc/Send/Recv/Load/Store
+  int buf = -1;            // buffer name id
+  int aux = -1;            // Compute: index into comps; Send: box (functional); Alloc: view (functional)
+};
+
+struct CompItem {
+  std::string kind;  // program compute kind
+  std::int64_t batch = 1, m = 1, k = 1, n = 1, elements = 1, rows = 1, cols = 1;
+  Cycles cycles = 0;
+  std::vector<int> ins;
+  int out = -1;
+  int expr = -1;  // -1: moves no values (the copy out of the shift buffer)
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+};
+
+struct Lowered {
+  std::string name;
+  bool functional = false;
+  std::vector<std::vector<LItem>> cores;  // by core id
+  std::vector<CompItem> comps;
+  std::vector<sim::Box> boxes;
+  std::vector<sim::View> views;
+  std::vector<std::string> names;                 // buffer names
+  std::vector<sim::Tag> tags;
+  std::vector<std::string> exprs;
+  std::vector<std::pair<std::string, std::vector<std::uint32_t>>> groups;  // [0] is "all"
+  std::vector<std::pair<std::string, Bytes>> offchip;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> data_tensors;
+  std::vector<Bytes> peak_bytes;                   // per core
+
+  std::uint64_t items() const;
+  void write_json(std::ostream& out) const;        // docs/program.md
+  Json json() const;                               // small programs (tests, functional runs)
+  // The simulator's program, built directly (timing mode; functional programs go through JSON,
+  // which the simulator validates in full).
+  sim::Program program(const sim::Config& cfg) const;
+};
+
+Lowered lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg,
+              const Options& o);
 
 // Reference evaluation of the whole graph with the functional mode's initial values: every
 // model output, in row-major order.

@@ -47,7 +47,7 @@ struct Rig {
     s.ops.push_back(schedule::OpSchedule{p, p, 0, 1});
     lower::Options lo;
     lo.functional = true;
-    Json prog = lower::lower(w, s, cfg, lo);
+    Json prog = lower::lower(w, s, cfg, lo).json();
     if (edit) edit(prog);
     if (program) *program = prog;
     sim::ProgramOptions po;

@@ -32,7 +32,7 @@ Outcome compile_and_check(const ir::Workload& w, const sim::Config& cfg, const s
   sim::ProgramOptions po;
   po.functional = true;
   Outcome out;
-  out.results = sim::simulate(cfg, sim::parse_program(c.program, w.name, cfg, po)).results;
+  out.results = sim::simulate(cfg, sim::parse_program(c.program.json(), w.name, cfg, po)).results;
   for (const auto& op : c.schedule.ops) out.rotated = out.rotated || !op.active.loop.empty();
   for (const auto& [name, ref] : lower::reference_outputs(w)) {
     REQUIRE(out.results["outputs"].contains(name));
