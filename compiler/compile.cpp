@@ -37,11 +37,21 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   so.target.min_padding_ratio = o.min_padding_ratio;
   so.reserve_bytes = o.reserve_bytes;
   Compiled c;
-  c.schedule = o.planner == "t10" ? schedule::schedule_t10(w, so) : schedule::schedule_vgm(w, so);
   lower::Options lo;
   lo.functional = o.functional;
   lo.shift_buffer_bytes = o.shift_buffer_bytes;
-  c.program = lower::lower(w, c.schedule, cfg, lo);
+  // The schedule estimates memory per core (activations spread evenly); lowering places every
+  // buffer. When a core overflows, schedule again with that much less room, a few times.
+  for (int attempt = 0;; ++attempt) {
+    c.schedule = o.planner == "t10" ? schedule::schedule_t10(w, so) : schedule::schedule_vgm(w, so);
+    try {
+      c.program = lower::lower(w, c.schedule, cfg, lo);
+      break;
+    } catch (const lower::FitError& e) {
+      if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) throw;
+      so.reserve_bytes += e.short_by + e.short_by / 4 + 256;
+    }
+  }
   c.compile_seconds = sim::process_cpu_seconds() - t0;
   return c;
 }

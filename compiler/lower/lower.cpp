@@ -178,10 +178,7 @@ class Lowerer {
     live_[c] += bytes;
     out_.peak_bytes[c] = std::max(out_.peak_bytes[c], live_[c]);
     sizes_[{c, buf}] = bytes;
-    const Bytes sram = cfg_.chip.core.sram_bytes;
-    if (live_[c] > sram)
-      throw Error(fmt::format("workload '{}' does not fit ({} planner): at {}, core {} needs {} bytes of scratchpad "
-                              "but has {}; short by {} bytes", w_.name, s_.planner, where, c, live_[c], sram, live_[c] - sram));
+    check_fit(c, where);
   }
   void alloc_raw(std::size_t c, const std::string& buf, Bytes bytes, const std::string& where) {
     LItem it{K::Alloc};
@@ -191,10 +188,14 @@ class Lowerer {
     live_[c] += bytes;
     out_.peak_bytes[c] = std::max(out_.peak_bytes[c], live_[c]);
     sizes_[{c, buf}] = bytes;
-    if (live_[c] > cfg_.chip.core.sram_bytes)
-      throw Error(fmt::format("workload '{}' does not fit ({} planner): at {}, core {} needs {} bytes of scratchpad "
-                              "but has {}; short by {} bytes", w_.name, s_.planner, where, c, live_[c],
-                              cfg_.chip.core.sram_bytes, live_[c] - cfg_.chip.core.sram_bytes));
+    check_fit(c, where);
+  }
+  void check_fit(std::size_t c, const std::string& where) const {
+    const Bytes sram = cfg_.chip.core.sram_bytes;
+    if (live_[c] > sram)
+      throw FitError(fmt::format("workload '{}' does not fit ({} planner): at {}, core {} needs {} bytes of "
+                                 "scratchpad but has {}; short by {} bytes", w_.name, s_.planner, where, c,
+                                 live_[c], sram, live_[c] - sram), live_[c] - sram);
   }
   void free(std::size_t c, const std::string& buf) {
     LItem it{K::Free};
@@ -275,11 +276,15 @@ class Lowerer {
   }
 
   // ---- layouts -----------------------------------------------------------------------------
-  // Model inputs and VGM tensors: striped over all cores, one box per core, outer dims first.
+  // Striped over all cores, one box per core. Activations split outer dimensions first (batch,
+  // tokens), weights inner ones first (output features), the way plans split them, so that a
+  // plan's window usually covers whole stripes.
   std::vector<View> stripes(const ir::Tensor& t) const {
     std::vector<std::int64_t> parts(t.shape.size(), 1);
     std::int64_t left = ncores_;
-    for (std::size_t d = 0; d < t.shape.size() && left > 1; ++d) {
+    const bool inner_first = t.role == ir::TensorRole::Weight;
+    for (std::size_t i = 0; i < t.shape.size() && left > 1; ++i) {
+      const std::size_t d = inner_first ? t.shape.size() - 1 - i : i;
       parts[d] = std::min(t.shape[d], left);
       left /= parts[d];
     }
@@ -335,8 +340,10 @@ class Lowerer {
     if (s_.planner == "t10") {
       const auto op = static_cast<std::size_t>(cons.front());
       const auto& idle = s_.ops[op].idle;
-      for (std::size_t i = 0; i < idle.parts.size(); ++i)
-        if (idle.parts[i].tensor == t.name) { h.views = part_views(op, i, idle); break; }
+      if (idle.weights_striped) h.views = stripes(t);
+      else
+        for (std::size_t i = 0; i < idle.parts.size(); ++i)
+          if (idle.parts[i].tensor == t.name) { h.views = part_views(op, i, idle); break; }
     } else {
       h.views = stripes(t);
     }

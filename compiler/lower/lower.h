@@ -17,6 +17,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/schedule/schedule.h"
+#include "sim/common/error.h"
 #include "sim/common/json_reader.h"
 #include "sim/config/config.h"
 #include "sim/program/program.h"
@@ -70,6 +71,13 @@ struct Lowered {
   // The simulator's program, built directly (timing mode; functional programs go through JSON,
   // which the simulator validates in full).
   sim::Program program(const sim::Config& cfg) const;
+};
+
+// A core's scratchpad overflows in the lowered program (the schedule's memory model is an
+// estimate; lowering places every buffer exactly).
+struct FitError : Error {
+  Bytes short_by;
+  FitError(const std::string& msg, Bytes short_by_bytes) : Error(msg), short_by(short_by_bytes) {}
 };
 
 Lowered lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg,

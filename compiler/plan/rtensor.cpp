@@ -49,6 +49,8 @@ std::string Plan::describe() const {
     for (std::size_t i = 0; i < loop.size(); ++i) s += fmt::format("{}{}:{}", i ? "," : "", axes[loop[i]], pace[loop[i]]);
     s += "]";
   }
+  if (weights_striped) return "weights striped over all cores";
+  if (rounds > 1) s += fmt::format(" {} rounds on {}", rounds, axes[static_cast<std::size_t>(round_axis)]);
   return s + fmt::format(" {} step{}", steps, steps == 1 ? "" : "s");
 }
 
@@ -313,6 +315,8 @@ std::vector<std::int64_t> fop_candidates(std::int64_t L, std::int64_t cores, dou
   std::set<std::int64_t> c;
   for (auto d : divisors(L)) if (d <= cores) c.insert(d);
   for (std::int64_t f = 1; f <= std::min(L, cores); f *= 2) c.insert(f);
+  // The most cores a sub-extent can use at 1, 1/2, 1/4 ... of the cores (1472 is not a power of 2).
+  for (std::int64_t q = cores; q >= 1; q /= 2) c.insert(cdiv(L, cdiv(L, std::min(q, L))));
   std::vector<std::int64_t> out;
   std::set<std::int64_t> lens;
   for (auto f : c) {

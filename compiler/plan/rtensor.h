@@ -51,6 +51,9 @@ struct Plan {
   // that its operands fit beside the VGM reservation (partial sums stay in the output buffer).
   int round_axis = -1;
   std::int64_t rounds = 1;
+  // T10 idle layouts only: the weights striped evenly over all cores (the leanest layout any
+  // operator can keep them in between uses; never an active plan).
+  bool weights_striped = false;
   Cost cost;
   std::string describe() const;   // "fop[m:2,k:1,n:4] A:ft[1,4] B:ft[2,1] rp[k:2] 4 steps"
 };

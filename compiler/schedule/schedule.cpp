@@ -60,6 +60,32 @@ double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Wor
   return c;
 }
 
+// Predicted cycles to gather a plan's activation inputs from where their producers left them.
+// Every copy of a replicated input crosses the fabric, and only the producer's cores can send it:
+// the receivers' ports or the senders' ports, whichever is busier, set the time.
+double relayout_cycles(const plan::Plan& p, std::size_t i, const std::vector<std::size_t>& act,
+                       const std::vector<std::vector<plan::Plan>>& fronts, const ir::Workload& w,
+                       const sim::Config& cfg, std::int64_t cores) {
+  double t = 0;
+  const auto& op = w.ops()[i];
+  for (std::size_t k = 0; k < op.expr.inputs.size(); ++k) {
+    const ir::Tensor& x = w.tensor(op.expr.inputs[k].tensor);
+    if (x.role == ir::TensorRole::Weight) continue;
+    const int prod = w.producer(x.name);
+    std::int64_t senders = cores;
+    if (prod >= 0 && static_cast<std::size_t>(prod) < i) {
+      const plan::Plan& pp = fronts[static_cast<std::size_t>(prod)][act[static_cast<std::size_t>(prod)]];
+      senders = pp.cores;
+      // Same layout as the producer's output: nothing moves.
+      if (pp.parts.back().fs == p.parts[k].fs && p.parts[k].rings == 1 && p.parts[k].rot_dim < 0) continue;
+    }
+    const double total = static_cast<double>(p.parts[k].rings) * static_cast<double>(x.bytes());
+    const Bytes per_sender = static_cast<Bytes>(total / static_cast<double>(std::max<std::int64_t>(1, senders)));
+    t += std::max(plan::transfer_cycles(cfg, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg, per_sender));
+  }
+  return t;
+}
+
 [[noreturn]] void does_not_fit(const ir::Workload& w, const ir::Operator& op, Bytes need, Bytes have,
                                const std::string& planner, const std::string& detail) {
   throw Error(fmt::format("workload '{}' does not fit ({} planner): operator '{}' needs at least {} "
@@ -135,6 +161,16 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
       bool present = false;
       for (const auto& p : front) present = present || p.describe() == keep.describe();
       if (!present) front.push_back(std::move(keep));
+      if (has_weights(op, w)) {
+        // The leanest idle layout of all: weights striped over every core.
+        plan::Plan striped = front.front();
+        striped.weights_striped = true;
+        for (auto& part : striped.parts)
+          if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
+            part.bytes_per_core = ceil_div(w.tensor(part.tensor).bytes(), static_cast<Bytes>(o.target.cores));
+        striped.cost.total_cycles = std::numeric_limits<double>::infinity();
+        front.push_back(std::move(striped));
+      }
       it = cache.emplace(key, std::move(front)).first;
     }
     fronts.push_back(with_names(it->second, op));
@@ -171,10 +207,14 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     bool feasible = true;
     for (std::size_t i = 0; i < n && feasible; ++i) {
       bool found = false;
+      double best_t = std::numeric_limits<double>::infinity();
       for (std::size_t q = 0; q < fronts[i].size(); ++q) {
         const plan::Plan& p = fronts[i][q];
+        if (p.weights_striped) continue;
         const Bytes need = p.cost.memory_bytes - (q == idle[i] ? weight_bytes(p, w) : 0);
-        if (need <= m_act) { act[i] = q; found = true; break; }
+        if (need > m_act) continue;
+        const double t = p.cost.total_cycles - p.cost.input_cycles + relayout_cycles(p, i, act, fronts, w, cfg, o.target.cores);
+        if (t < best_t) { best_t = t; act[i] = q; found = true; }
       }
       if (!found) {
         feasible = false;
@@ -185,7 +225,7 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         }
         break;
       }
-      total += fronts[i][act[i]].cost.total_cycles + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg);
+      total += best_t + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg);
     }
     if (!feasible) break;
     s.history.push_back({idle_bytes, total});
@@ -222,13 +262,12 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     std::vector<plan::Plan> chosen;
     for (std::size_t i = 0; i < n; ++i) {
       auto f = follow_producer(i, w, chosen, o.target);
-      if (f && !has_weights(ops[i], w)) {
+      if (f) {
+        // Weights (a bias, layernorm's gamma and beta) keep their lean idle layout; the setup
+        // phase lays them out for the followed plan.
         fronts[i].push_back(*f);
-        best.act[i] = best.idle[i] = fronts[i].size() - 1;
-      } else if (f) {
-        // Weights (a bias, layernorm's gamma/beta) follow too: idle and active both the followed plan.
-        fronts[i].push_back(*f);
-        best.act[i] = best.idle[i] = fronts[i].size() - 1;
+        best.act[i] = fronts[i].size() - 1;
+        if (!has_weights(ops[i], w)) best.idle[i] = best.act[i];
       }
       chosen.push_back(fronts[i][best.act[i]]);
     }
