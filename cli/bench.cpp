@@ -4,6 +4,7 @@
 
 #include <systemc>
 
+#include "compiler/compile.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/clock.h"
 #include "sim/simulate.h"
@@ -83,6 +84,31 @@ void bench_sim(const BenchOptions& o) {
   report(fmt::format("all-to-all on {} ({} cores, 4 KiB per pair, {} packets of {} bytes per "
                      "message)", mesh.name, a2a.cores, (a2a.bytes + mesh.chip.mesh->packet_bytes - 1) / mesh.chip.mesh->packet_bytes,
                      mesh.chip.mesh->packet_bytes), m);
+}
+
+void bench_compile(const CompileBenchOptions& o) {
+  const sim::Config cfg = sim::load_config(o.config);
+  ir::ModelOptions mo;
+  mo.batch = o.batch;
+  const double t0 = sim::process_cpu_seconds();
+  const ir::Workload w = compiler::load_workload(o.workload, mo);
+  const double t1 = sim::process_cpu_seconds();
+  compiler::CompileOptions co;
+  co.planner = o.planner;
+  const compiler::Compiled c = compiler::compile(w, cfg, co);
+  const double t2 = sim::process_cpu_seconds();
+  const sim::Program prog = c.program.program(cfg);
+  const double t3 = sim::process_cpu_seconds();
+  const sim::SimOutcome s = sim::simulate(cfg, prog);
+  fmt::print("compile {} batch {} ({} operators, {:.0f} M parameters) for {} with {}:\n", o.workload, o.batch,
+             w.ops().size(), static_cast<double>(w.parameter_count()) / 1e6, cfg.name, o.planner);
+  fmt::print("  build the graph:        {:8.2f} CPU-s\n", t1 - t0);
+  fmt::print("  plan, schedule, lower:  {:8.2f} CPU-s ({} program items)\n", t2 - t1, c.program.items());
+  fmt::print("  to simulator program:   {:8.2f} CPU-s\n", t3 - t2);
+  fmt::print("  simulate:               {:8.2f} CPU-s ({} work items, {} messages; {} cycles = {:.3f} ms)\n",
+             s.host_cpu_seconds, s.results["work_items"].get<std::uint64_t>(), s.results["messages"].get<std::uint64_t>(),
+             s.results["total_cycles"].get<std::uint64_t>(), s.results["total_seconds"].get<double>() * 1e3);
+  fmt::print("compile time: {:.2f} s (goal: under 60 s on this machine)\n", t2 - t0);
 }
 
 }  // namespace tessera::cli

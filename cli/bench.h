@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace tessera::cli {
@@ -12,5 +13,15 @@ struct BenchOptions {
 
 // `tessera bench sim`: prints simulation speed and its ratio to a bare SystemC loop.
 void bench_sim(const BenchOptions& options);
+
+struct CompileBenchOptions {
+  std::string config = "configs/ipu-mk2.json";
+  std::string workload = "bert-large";
+  std::int64_t batch = 8;
+  std::string planner = "t10";
+};
+
+// `tessera bench compile`: host CPU time to compile a whole model, and to simulate the program.
+void bench_compile(const CompileBenchOptions& options);
 
 }  // namespace tessera::cli

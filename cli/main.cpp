@@ -23,10 +23,12 @@ void write_json(const std::string& path, const Json& j) {
 }
 
 int simulate_cmd(const std::string& config, const std::string& program, const std::string& out,
-                 const std::string& trace, bool quiet) {
+                 const std::string& trace, bool quiet, bool functional) {
   namespace sim = tessera::sim;
   const sim::Config cfg = sim::load_config(config);
-  const sim::Program prog = sim::load_program(program, cfg);
+  sim::ProgramOptions po;
+  po.functional = functional;
+  const sim::Program prog = sim::load_program(program, cfg, po);
   sim::SimOptions opt;
   opt.trace_path = trace;
   const sim::SimOutcome o = sim::simulate(cfg, prog, opt);
@@ -52,6 +54,10 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--out", out, "write the results JSON here (docs/results.md)");
   sim_cmd->add_option("--trace", trace, "write a Chrome trace-event JSON here (off by default)");
   sim_cmd->add_flag("--quiet", quiet, "print nothing on success");
+  bool sim_functional = false;
+  sim_cmd->add_flag("--functional", sim_functional,
+                    "carry values (the program needs views, exprs and data_tensors: tessera compile --functional); "
+                    "stored tensors go to the results file's \"outputs\"");
 
   auto* gen = app.add_subcommand("gen", "generate a program for a communication pattern");
   gen->require_subcommand(1);
@@ -88,9 +94,16 @@ int main(int argc, char** argv) {
   bench_sim->add_option("--steps", bopt.steps, "compute-shift steps")->capture_default_str();
   bench_sim->add_option("--cores", bopt.cores, "ring cores (0: all of the config)")->capture_default_str();
 
+  tessera::cli::CompileBenchOptions cbopt;
+  auto* bench_compile = bench->add_subcommand("compile", "compile time of a whole model, and its simulation time");
+  bench_compile->add_option("--config", cbopt.config, "hardware config")->capture_default_str();
+  bench_compile->add_option("--workload", cbopt.workload, "model, workload JSON or ONNX file")->capture_default_str();
+  bench_compile->add_option("--batch", cbopt.batch, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_compile->add_option("--planner", cbopt.planner, "t10 or vgm")->check(CLI::IsMember({"t10", "vgm"}))->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
-    if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet);
+    if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional);
     if (gen_ring->parsed() || gen_a2a->parsed()) {
       Json p = gen_ring->parsed() ? tessera::compiler::ring_shift_program(ring)
                                   : tessera::compiler::all_to_all_program(a2a);
@@ -100,6 +113,10 @@ int main(int argc, char** argv) {
     }
     if (compile->parsed()) return tessera::cli::compile_cmd(comp);
     if (run->parsed()) return tessera::cli::run_cmd(runa);
+    if (bench_compile->parsed()) {
+      tessera::cli::bench_compile(cbopt);
+      return 0;
+    }
     if (bench_sim->parsed()) {
       tessera::cli::bench_sim(bopt);
       return 0;

@@ -23,4 +23,20 @@ check "error names file, item and buffer" "grep -q \"bad.json: cores\\[0\\].item
 "$tessera" simulate --config "$tmp/missing.json" --program "$tmp/bad.json" 2>"$tmp/err"
 check "missing config exits non-zero" "[ $? -ne 0 ]"
 check "missing config is named" "grep -q 'missing.json: cannot open file' $tmp/err"
+# Compiler: compile writes a program that simulate runs; run prints the operator table and
+# checks values in functional mode; bad input names what is wrong.
+"$tessera" compile --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" --out "$tmp/p.json" >"$tmp/out" 2>&1
+check "compile exits 0" "[ $? -eq 0 ]"
+"$tessera" simulate --config "$src/configs/ipu-mk2.json" --program "$tmp/p.json" --out "$tmp/r2.json" >"$tmp/out" 2>&1
+check "compiled program simulates" "[ $? -eq 0 ] && grep -q '\"operators\"' $tmp/r2.json"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" --functional --out "$tmp/r3.json" >"$tmp/out" 2>&1
+check "functional run matches the reference" "grep -q 'outputs match the reference' $tmp/out"
+check "operator table printed" "grep -q '^fc1 ' $tmp/out"
+check "results carry the operator table" "grep -q operator_table $tmp/r3.json"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --planner vgm --quiet >"$tmp/out" 2>&1
+check "built-in model runs with vgm" "[ $? -eq 0 ] && grep -q 'vgm planner' $tmp/out"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload no-such-model >"$tmp/out" 2>"$tmp/err"
+check "unknown workload exits non-zero" "[ $? -ne 0 ] && grep -q \"workload 'no-such-model'\" $tmp/err"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload llama2-13b --batch 64 >"$tmp/out" 2>"$tmp/err"
+check "a model that cannot fit says by how much" "[ $? -ne 0 ] && grep -q 'does not fit' $tmp/err && grep -q 'short by' $tmp/err"
 exit $fail
