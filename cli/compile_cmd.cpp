@@ -44,6 +44,7 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
   cmd->add_option("--min-padding-ratio", a.opt.min_padding_ratio, "smallest |tensor| / |padded tensor| a plan may have")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--reserve-bytes", a.opt.reserve_bytes, "per-core scratchpad kept for code and runtime")->capture_default_str();
+  cmd->add_flag("--offchip-io", a.opt.offchip_io, "time loading model inputs from off-chip memory and storing outputs (default: inputs start on chip)");
   cmd->add_flag("--functional", a.opt.functional, "carry real values: unrolled program, outputs checked against a reference evaluation");
   if (run) {
     cmd->add_option("--out", a.results, "write the results JSON (with the per-operator table) here");

@@ -40,6 +40,7 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   lower::Options lo;
   lo.functional = o.functional;
   lo.shift_buffer_bytes = o.shift_buffer_bytes;
+  lo.offchip_io = o.offchip_io;
   // The schedule estimates memory per core (activations spread evenly); lowering places every
   // buffer. When a core overflows, schedule again with that much less room, a few times.
   for (int attempt = 0;; ++attempt) {

@@ -19,6 +19,7 @@ struct CompileOptions {
   double min_parallelism = 0.5;
   double min_padding_ratio = 0.9;
   Bytes reserve_bytes = 0;
+  bool offchip_io = false;  // time loading model inputs and storing outputs (lower::Options)
 };
 
 struct Compiled {

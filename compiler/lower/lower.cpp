@@ -325,6 +325,14 @@ class Lowerer {
       if (h.views[c].tensor.empty()) continue;
       alloc(c, h.buffer, h.views[c], fmt::format("model input '{}'", t.name));
       Box b{h.views[c].origin, h.views[c].extent};
+      if (!o_.offchip_io) {
+        if (o_.functional) {
+          LItem it{K::Init};
+          it.buf = name(h.buffer);
+          out_.cores[c].push_back(it);
+        }
+        continue;
+      }
       LItem it = msg(K::Load, 0, h.buffer, b.elements() * 2, tg);
       it.arg = offchip(t);
       out_.cores[c].push_back(it);
@@ -503,7 +511,7 @@ class Lowerer {
     } else {
       homes_[out.name] = Home{out.name, out_views};
     }
-    if (out.output) store(out, t_main);
+    if (out.output && (o_.offchip_io || o_.functional)) store(out, t_main);
     // Liveness: tensors whose last reader has run leave the scratchpad.
     for (const auto& in : op.expr.inputs) {
       const ir::Tensor& t = w_.tensor(in.tensor);

@@ -27,6 +27,10 @@ namespace tessera::lower {
 struct Options {
   bool functional = false;         // unrolled, with the values-carrying details
   Bytes shift_buffer_bytes = 8192;
+  // Model inputs loaded from and outputs stored to off-chip memory inside the timed run. Off by
+  // default: like the weights, inputs are on chip when the run starts (streamed in behind the
+  // previous batch), and outputs stay there (functional runs still store them, untimed in spirit).
+  bool offchip_io = false;
 };
 
 enum class K : std::uint8_t { Alloc, Free, Init, Compute, Send, Recv, Sync, Load, Store, Begin, End };
