@@ -88,13 +88,7 @@ int run_cmd(const CompileArgs& a) {
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
   o.results["operator_table"] = report;
   o.results["idle_bytes_per_core"] = c.schedule.idle_bytes_per_core;
-  double exch = 0, total = 0;
-  for (const auto& r : report) {
-    if (!r.contains("simulated")) continue;
-    exch += r["simulated"]["exchange_cycles"].get<double>() + r["simulated"]["setup_cycles"].get<double>();
-    total += r["simulated"]["cycles"].get<double>();
-  }
-  o.results["exchange_share"] = total > 0 ? exch / total : 0.0;
+  o.results["exchange_share"] = compiler::exchange_share(report);
   if (a.opt.functional) {
     auto ref = lower::reference_outputs(w);
     double worst = 0;

@@ -84,6 +84,16 @@ Json operator_report(const ir::Workload& w, const Compiled& c, const Json& resul
   return rows;
 }
 
+double exchange_share(const Json& report) {
+  double exch = 0, total = 0;
+  for (const auto& r : report) {
+    if (!r.contains("simulated")) continue;
+    exch += r["simulated"]["exchange_cycles"].get<double>() + r["simulated"]["setup_cycles"].get<double>();
+    total += r["simulated"]["cycles"].get<double>();
+  }
+  return total > 0 ? exch / total : 0.0;
+}
+
 std::string format_operator_table(const Json& report) {
   std::string s = fmt::format("{:<28} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}  {}\n", "operator", "cycles",
                               "compute", "exchange", "sync", "setup", "KiB/core", "plan");

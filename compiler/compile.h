@@ -35,5 +35,7 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
 // One row per operator: plan, predicted and simulated cycles by phase, per-core memory.
 Json operator_report(const ir::Workload& w, const Compiled& c, const Json& results);
 std::string format_operator_table(const Json& report);
+// Share of operator time spent exchanging (exchange + setup over the sum of operator spans).
+double exchange_share(const Json& report);
 
 }  // namespace tessera::compiler
