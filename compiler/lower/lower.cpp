@@ -142,6 +142,46 @@ class Geometry {
   std::vector<std::int64_t> offset_;
 };
 
+}  // namespace
+
+std::vector<View> stripes(const ir::Tensor& t, std::size_t ncores) {
+  std::vector<std::int64_t> parts(t.shape.size(), 1);
+  auto left = static_cast<std::int64_t>(ncores);
+  const bool inner_first = t.role == ir::TensorRole::Weight;
+  for (std::size_t i = 0; i < t.shape.size() && left > 1; ++i) {
+    const std::size_t d = inner_first ? t.shape.size() - 1 - i : i;
+    parts[d] = std::min(t.shape[d], left);
+    left /= parts[d];
+  }
+  std::vector<View> v(ncores);
+  std::int64_t total = 1;
+  for (auto p : parts) total *= p;
+  for (std::int64_t c = 0; c < total; ++c) {
+    std::int64_t r = c;
+    View view{t.name, std::vector<std::int64_t>(t.shape.size()), std::vector<std::int64_t>(t.shape.size()),
+              std::vector<bool>(t.shape.size(), false)};
+    bool empty = false;
+    for (std::size_t d = t.shape.size(); d-- > 0;) {
+      const std::int64_t i = r % parts[d];
+      r /= parts[d];
+      const std::int64_t len = (t.shape[d] + parts[d] - 1) / parts[d];
+      view.origin[d] = i * len;
+      view.extent[d] = std::min(len, t.shape[d] - i * len);
+      empty = empty || view.extent[d] <= 0;
+    }
+    if (!empty) v[static_cast<std::size_t>(c)] = view;
+  }
+  return v;
+}
+
+Bytes stripe_bytes(const ir::Tensor& t, std::size_t cores) {
+  std::int64_t most = 0;
+  for (const auto& v : stripes(t, cores)) most = std::max(most, v.tensor.empty() ? 0 : v.elements());
+  return static_cast<Bytes>(most) * dtype_bytes(t.dtype);
+}
+
+namespace {
+
 class Lowerer {
  public:
   Lowerer(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o)
@@ -276,37 +316,7 @@ class Lowerer {
   }
 
   // ---- layouts -----------------------------------------------------------------------------
-  // Striped over all cores, one box per core. Activations split outer dimensions first (batch,
-  // tokens), weights inner ones first (output features), the way plans split them, so that a
-  // plan's window usually covers whole stripes.
-  std::vector<View> stripes(const ir::Tensor& t) const {
-    std::vector<std::int64_t> parts(t.shape.size(), 1);
-    std::int64_t left = ncores_;
-    const bool inner_first = t.role == ir::TensorRole::Weight;
-    for (std::size_t i = 0; i < t.shape.size() && left > 1; ++i) {
-      const std::size_t d = inner_first ? t.shape.size() - 1 - i : i;
-      parts[d] = std::min(t.shape[d], left);
-      left /= parts[d];
-    }
-    std::vector<View> v(ncores_);
-    std::int64_t total = 1;
-    for (auto p : parts) total *= p;
-    for (std::int64_t c = 0; c < total; ++c) {
-      std::int64_t r = c;
-      View view{t.name, std::vector<std::int64_t>(t.shape.size()), std::vector<std::int64_t>(t.shape.size()), std::vector<bool>(t.shape.size(), false)};
-      for (std::size_t d = t.shape.size(); d-- > 0;) {
-        const std::int64_t i = r % parts[d];
-        r /= parts[d];
-        const std::int64_t len = (t.shape[d] + parts[d] - 1) / parts[d];
-        view.origin[d] = i * len;
-        view.extent[d] = std::max<std::int64_t>(0, std::min(len, t.shape[d] - i * len));
-      }
-      bool empty = false;
-      for (auto e : view.extent) empty = empty || e <= 0;
-      if (!empty) v[static_cast<std::size_t>(c)] = view;
-    }
-    return v;
-  }
+  std::vector<View> stripes(const ir::Tensor& t) const { return lower::stripes(t, ncores_); }
 
   std::vector<View> part_views(std::size_t op, std::size_t part, const plan::Plan& p,
                                int offset_axis = -1, std::int64_t offset = 0) const {

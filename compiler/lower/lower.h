@@ -77,6 +77,13 @@ struct Lowered {
   sim::Program program(const sim::Config& cfg) const;
 };
 
+// A tensor striped over `cores` cores, one box per core (empty tensor name: the core holds none).
+// Activations split outer dimensions first (batch, tokens), weights inner ones first (output
+// features), the way plans split them, so that a plan's window usually covers whole stripes.
+std::vector<sim::View> stripes(const ir::Tensor& t, std::size_t cores);
+// Bytes of the largest stripe.
+Bytes stripe_bytes(const ir::Tensor& t, std::size_t cores);
+
 // A core's scratchpad overflows in the lowered program (the schedule's memory model is an
 // estimate; lowering places every buffer exactly).
 struct FitError : Error {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "compiler/lower/lower.h"
 #include "sim/common/error.h"
 
 namespace tessera::schedule {
@@ -167,7 +168,7 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         striped.weights_striped = true;
         for (auto& part : striped.parts)
           if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
-            part.bytes_per_core = ceil_div(w.tensor(part.tensor).bytes(), static_cast<Bytes>(o.target.cores));
+            part.bytes_per_core = lower::stripe_bytes(w.tensor(part.tensor), static_cast<std::size_t>(o.target.cores));
         striped.cost.total_cycles = std::numeric_limits<double>::infinity();
         front.push_back(std::move(striped));
       }
