@@ -198,6 +198,9 @@ class Lowerer {
   }
 
   Lowered run() {
+    // T10: the bounded buffer every rotation goes through, reserved once per core.
+    if (s_.planner == "t10")
+      for (std::size_t c = 0; c < ncores_; ++c) alloc_raw(c, "shift", o_.shift_buffer_bytes, "the shift buffer");
     for (const auto& t : w_.tensors()) {
       if (t.role == ir::TensorRole::Input) place_input(t);
       if (t.role == ir::TensorRole::Weight) place_weight(t);
@@ -487,15 +490,14 @@ class Lowerer {
     bufs.back() = vgm ? op.name + ".out" : out.name;
     for (std::size_t c = 0; c < ncores_; ++c)
       if (!out_views[c].tensor.empty()) alloc(c, bufs.back(), out_views[c], fmt::format("operator '{}' output", op.name));
-    bool rotates = !p.loop.empty();
     const std::uint32_t grp = group(p.cores);
     for (std::int64_t c = 0; c < p.cores; ++c) {
       const auto cc = static_cast<std::size_t>(c);
-      if (rotates) alloc_raw(cc, "shift", o_.shift_buffer_bytes, fmt::format("operator '{}' shift buffer", op.name));
+
       Coords idx = g.coords(c);
       std::vector<std::int64_t> t(p.axes.size(), 0);
       emit_loop(op, p, g, idx, bufs, t, 0, out_.cores[cc], t_main, grp);
-      if (rotates) free(cc, "shift");
+
     }
     // Idle cores take part in the operator's syncs? No: the plan's group holds only its cores.
     for (const auto& [k, b] : temps)

@@ -35,7 +35,7 @@ struct Cost {
   double compute_cycles = 0, shift_cycles = 0, sync_cycles = 0;
   double input_cycles = 0;       // gathering activations into this plan's layout (re-layout)
   double total_cycles = 0;
-  Bytes memory_bytes = 0;        // per core, every operand plus the shift buffer
+  Bytes memory_bytes = 0;        // per core, every operand (the shift buffer is reserved apart)
   Bytes shift_bytes_per_step = 0;
   std::int64_t syncs = 0;
 };

@@ -80,8 +80,15 @@ double relayout_cycles(const plan::Plan& p, std::size_t i, const std::vector<std
       // Same layout as the producer's output: nothing moves.
       if (pp.parts.back().fs == p.parts[k].fs && p.parts[k].rings == 1 && p.parts[k].rot_dim < 0) continue;
     }
-    const double total = static_cast<double>(p.parts[k].rings) * static_cast<double>(x.bytes());
-    const Bytes per_sender = static_cast<Bytes>(total / static_cast<double>(std::max<std::int64_t>(1, senders)));
+    // Only the producer cores holding what this operator reads can send it (a constant index,
+    // like a class token, reads one slice: few senders, many receivers).
+    double read = 1;
+    const auto& acc = op.expr.inputs[k];
+    for (std::size_t d = 0; d < acc.indices.size(); ++d)
+      if (acc.indices[d].terms.empty()) read /= static_cast<double>(x.shape[d]);
+    const double holders = std::max(1.0, static_cast<double>(senders) * read);
+    const double total = static_cast<double>(p.parts[k].rings) * static_cast<double>(x.bytes()) * read;
+    const Bytes per_sender = static_cast<Bytes>(total / holders);
     t += std::max(plan::transfer_cycles(cfg, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg, per_sender));
   }
   return t;
@@ -176,7 +183,12 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     }
     fronts.push_back(with_names(it->second, op));
   }
-  const Bytes sram = cfg.chip.core.sram_bytes - o.reserve_bytes;
+  // T10 reserves the shift buffer on every core for the whole program.
+  const Bytes reserved = o.reserve_bytes + o.target.shift_buffer_bytes;
+  if (reserved >= cfg.chip.core.sram_bytes)
+    throw Error(fmt::format("workload '{}' does not fit (t10 planner): the shift buffer and reserve take {} of {} bytes per core",
+                            w.name, reserved, cfg.chip.core.sram_bytes));
+  const Bytes sram = cfg.chip.core.sram_bytes - reserved;
   const Bytes live = live_activation_bytes(w, o.target.cores);
   const std::size_t n = ops.size();
   // Line 3: every operator's weights start in their most memory-efficient plan.
