@@ -73,7 +73,7 @@ Json operator_report(const ir::Workload& w, const Compiled& c, const Json& resul
            {"memory_bytes_per_core", os.active.cost.memory_bytes}, {"pareto_plans", os.pareto_size},
            {"predicted", {{"cycles", os.active.cost.total_cycles + os.setup_cycles},
                           {"compute_cycles", os.active.cost.compute_cycles},
-                          {"exchange_cycles", os.active.cost.shift_cycles},
+                          {"exchange_cycles", os.active.cost.shift_cycles + os.active.cost.input_cycles},
                           {"sync_cycles", os.active.cost.sync_cycles},
                           {"setup_cycles", os.setup_cycles}}}};
     if (sim_ops.count(op.name)) {

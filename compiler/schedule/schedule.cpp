@@ -288,12 +288,18 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   s.predicted_cycles = best.t;
   s.idle_bytes_per_core = best.idle_bytes;
   s.active_bytes_per_core = sram - best.idle_bytes - live;
+  // The prediction of the final choice (layout following changed some active plans).
+  s.predicted_cycles = 0;
   for (std::size_t i = 0; i < n; ++i) {
     OpSchedule os;
     os.active = fronts[i][best.act[i]];
     os.idle = fronts[i][best.idle[i]];
     os.setup_cycles = setup_cycles(os.idle, os.active, w, cfg);
     os.pareto_size = fronts[i].size();
+    const double relayout = relayout_cycles(os.active, i, best.act, fronts, w, cfg, o.target.cores);
+    os.active.cost.total_cycles += relayout - os.active.cost.input_cycles;
+    os.active.cost.input_cycles = relayout;
+    s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
     s.ops.push_back(std::move(os));
   }
   return s;
