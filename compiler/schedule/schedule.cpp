@@ -311,7 +311,9 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
   s.planner = "vgm";
   const Bytes sram = cfg.chip.core.sram_bytes - o.reserve_bytes;
   // Every weight and every live activation is striped over all cores' share of the VGM.
-  const Bytes vgm = ceil_div(w.weight_bytes(), static_cast<Bytes>(o.target.cores)) + live_activation_bytes(w, o.target.cores);
+  Bytes vgm = live_activation_bytes(w, o.target.cores);
+  for (const auto& t : w.tensors())
+    if (t.role == ir::TensorRole::Weight) vgm += lower::stripe_bytes(t, static_cast<std::size_t>(o.target.cores));
   if (vgm > sram)
     throw Error(fmt::format("workload '{}' does not fit (vgm planner): the virtual global memory needs {} bytes per core "
                             "but a core has {}; short by {} bytes per core", w.name, vgm, sram, vgm - sram));
