@@ -292,7 +292,10 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
       if (i + 1 == p.loop.size()) c.shift_bytes_per_step += part.shift_bytes;
     }
   }
-  c.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(cfg.chip.sync.latency_cycles);
+  // A plan spread over several chips syncs across them (docs/config.md: system.sync_latency_cycles).
+  const Cycles sync = p.cores > static_cast<std::int64_t>(cfg.chip.cores) ? cfg.system.sync_latency_cycles
+                                                                         : cfg.chip.sync.latency_cycles;
+  c.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(sync);
   c.total_cycles = c.compute_cycles + c.shift_cycles + c.sync_cycles;
   // The shift buffer is reserved once per core for the whole program, not per plan.
   for (const auto& part : p.parts) c.memory_bytes += part.bytes_per_core;
