@@ -88,6 +88,9 @@ int run_cmd(const CompileArgs& a) {
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
   o.results["operator_table"] = report;
   o.results["idle_bytes_per_core"] = c.schedule.idle_bytes_per_core;
+  Json hist = Json::array();  // T10 reconciliation: every greedy step (idle bytes, predicted cycles)
+  for (const auto& h : c.schedule.history) hist.push_back({{"idle_bytes_per_core", h.idle_bytes}, {"predicted_cycles", h.predicted_cycles}});
+  o.results["reconciliation"] = hist;
   o.results["exchange_share"] = compiler::exchange_share(report);
   if (a.opt.functional) {
     auto ref = lower::reference_outputs(w);
