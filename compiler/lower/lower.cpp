@@ -277,10 +277,13 @@ class Lowerer {
     out_.names.push_back(n);
     return name_ids_[n] = static_cast<int>(out_.names.size()) - 1;
   }
-  std::uint32_t offchip(const ir::Tensor& t) {
+  // The off-chip copy of a tensor in the memory of core c's chip.
+  std::uint32_t offchip(const ir::Tensor& t, std::size_t c) {
+    const std::uint32_t chip = cfg_.chip_of(static_cast<std::uint32_t>(c));
+    const std::string n = chip == 0 ? t.name : fmt::format("{}@chip{}", t.name, chip);
     for (std::size_t i = 0; i < out_.offchip.size(); ++i)
-      if (out_.offchip[i].first == t.name) return static_cast<std::uint32_t>(i);
-    out_.offchip.push_back({t.name, t.bytes()});
+      if (out_.offchip[i].name == n) return static_cast<std::uint32_t>(i);
+    out_.offchip.push_back({n, chip, t.bytes()});
     return static_cast<std::uint32_t>(out_.offchip.size() - 1);
   }
   LItem msg(K k, std::size_t peer, const std::string& buf, std::int64_t bytes, int tg, const Box* box = nullptr) {
@@ -347,7 +350,7 @@ class Lowerer {
         continue;
       }
       LItem it = msg(K::Load, 0, h.buffer, b.elements() * 2, tg);
-      it.arg = offchip(t);
+      it.arg = offchip(t, c);
       out_.cores[c].push_back(it);
     }
     homes_[t.name] = std::move(h);
@@ -588,7 +591,7 @@ class Lowerer {
       Box b{h.views[c].origin, h.views[c].extent};
       if (!clip(b, t.shape)) continue;
       LItem it = msg(K::Store, 0, h.buffer, b.elements() * 2, tg);
-      it.arg = offchip(t);
+      it.arg = offchip(t, c);
       out_.cores[c].push_back(it);
     }
   }

@@ -65,7 +65,8 @@ struct Lowered {
   std::vector<sim::Tag> tags;
   std::vector<std::string> exprs;
   std::vector<std::pair<std::string, std::vector<std::uint32_t>>> groups;  // [0] is "all"
-  std::vector<std::pair<std::string, Bytes>> offchip;
+  struct Offchip { std::string name; std::uint32_t chip; Bytes bytes; };
+  std::vector<Offchip> offchip;  // a tensor read or written from several chips has one per chip
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> data_tensors;
   std::vector<Bytes> peak_bytes;                   // per core
 

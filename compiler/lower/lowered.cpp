@@ -79,7 +79,7 @@ void item_json(const Lowered& p, const LItem& it, std::string& s) {
     case K::Load:
     case K::Store:
       s += fmt::format("{{\"op\":\"{}\",\"tensor\":{},\"buffer\":{},\"bytes\":{}{}}}", it.k == K::Load ? "load" : "store",
-                       str(p.offchip[it.arg].first), str(p.names[it.buf]), it.bytes, tag());
+                       str(p.offchip[it.arg].name), str(p.names[it.buf]), it.bytes, tag());
       break;
     case K::Begin: s += fmt::format("{{\"op\":\"repeat\",\"count\":{},\"body\":[", it.arg); break;
     case K::End: s += "]}"; break;
@@ -97,7 +97,7 @@ void Lowered::write_json(std::ostream& out) const {
   }
   out << "\"offchip_tensors\":[";
   for (std::size_t i = 0; i < offchip.size(); ++i)
-    out << (i ? "," : "") << fmt::format("{{\"name\":{},\"bytes\":{}}}", str(offchip[i].first), offchip[i].second);
+    out << (i ? "," : "") << fmt::format("{{\"name\":{},\"chip\":{},\"bytes\":{}}}", str(offchip[i].name), offchip[i].chip, offchip[i].bytes);
   out << "],\n\"tags\":[";
   for (std::size_t i = 0; i < tags.size(); ++i)
     out << (i ? "," : "") << fmt::format("{{\"op\":{},\"phase\":\"{}\"}}", str(tags[i].op), tags[i].phase);
@@ -139,7 +139,7 @@ sim::Program Lowered::program(const sim::Config& cfg) const {
   p.name = name;
   for (const auto& [n, members] : groups)
     p.groups.push_back(sim::Group{n, members, !members.empty() && cfg.chip_of(members.front()) != cfg.chip_of(members.back())});
-  for (const auto& [n, bytes] : offchip) p.tensors.push_back(sim::OffchipTensor{n, 0, bytes});
+  for (const auto& t : offchip) p.tensors.push_back(sim::OffchipTensor{t.name, t.chip, t.bytes});
   p.tags = tags;
   for (std::size_t c = 0; c < cores.size(); ++c) {
     sim::CoreProgram cp;
