@@ -29,7 +29,12 @@ def run(tessera, config, model, planner, batch, workdir):
            "--batch", str(batch), "--quiet", "--out", out]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        msg = (p.stderr.strip().splitlines() or ["failed"])[-1]
+        msg = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        # Only the compiler's own verdict means "does not fit"; anything else (killed for host
+        # memory, a crash) is reported as an error, not as a batch that does not fit.
+        if "does not fit" not in msg:
+            print(f"  {model} {planner} batch {batch}: ERROR: {msg}", file=sys.stderr, flush=True)
+            return {"fits": False, "error": msg, "failed": True}
         return {"fits": False, "error": msg}
     r = json.load(open(out))
     os.remove(out)
@@ -50,6 +55,10 @@ def batch_sweep(args, workdir):
                 if res[pl]["fits"]:
                     largest[pl] = batch
             if not res["t10"]["fits"] and not res["vgm"]["fits"]:
+                break
+            if res["t10"].get("failed") or res["vgm"].get("failed"):
+                rows.append({"model": model, "batch": batch, "t10": res["t10"], "vgm": res["vgm"]})
+                print(f"{model:<12} {batch:>5} run failed (see the error above); stopping this model", flush=True)
                 break
             t, v = res["t10"], res["vgm"]
             fmt = lambda r, k, f: (f.format(r[k]) if r["fits"] else "-")
