@@ -95,15 +95,17 @@ void bench_compile(const CompileBenchOptions& o) {
   const double t1 = sim::process_cpu_seconds();
   compiler::CompileOptions co;
   co.planner = o.planner;
-  const compiler::Compiled c = compiler::compile(w, cfg, co);
+  compiler::Compiled c = compiler::compile(w, cfg, co);
   const double t2 = sim::process_cpu_seconds();
   const sim::Program prog = c.program.program(cfg);
+  const std::uint64_t items = c.program.items();
+  c.program = lower::Lowered{};
   const double t3 = sim::process_cpu_seconds();
   const sim::SimOutcome s = sim::simulate(cfg, prog);
   fmt::print("compile {} batch {} ({} operators, {:.0f} M parameters) for {} with {}:\n", o.workload, o.batch,
              w.ops().size(), static_cast<double>(w.parameter_count()) / 1e6, cfg.name, o.planner);
   fmt::print("  build the graph:        {:8.2f} CPU-s\n", t1 - t0);
-  fmt::print("  plan, schedule, lower:  {:8.2f} CPU-s ({} program items)\n", t2 - t1, c.program.items());
+  fmt::print("  plan, schedule, lower:  {:8.2f} CPU-s ({} program items)\n", t2 - t1, items);
   fmt::print("  to simulator program:   {:8.2f} CPU-s\n", t3 - t2);
   fmt::print("  simulate:               {:8.2f} CPU-s ({} work items, {} messages; {} cycles = {:.3f} ms)\n",
              s.host_cpu_seconds, s.results["work_items"].get<std::uint64_t>(), s.results["messages"].get<std::uint64_t>(),

@@ -75,11 +75,12 @@ int compile_cmd(const CompileArgs& a) {
 int run_cmd(const CompileArgs& a) {
   const sim::Config cfg = sim::load_config(a.config);
   const ir::Workload w = workload(a);
-  const compiler::Compiled c = compiler::compile(w, cfg, a.opt);
+  compiler::Compiled c = compiler::compile(w, cfg, a.opt);
   sim::ProgramOptions po;
   po.functional = a.opt.functional;
   const sim::Program prog = a.opt.functional ? sim::parse_program(c.program.json(), w.name + " (compiled)", cfg, po)
                                              : c.program.program(cfg);
+  c.program = lower::Lowered{};  // whole models: the compact form is not needed any more
   sim::SimOptions so;
   so.trace_path = a.trace;
   sim::SimOutcome o = sim::simulate(cfg, prog, so);
