@@ -205,6 +205,24 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     return b;
   };
   Bytes idle_bytes = idle_total();
+  // An operator whose every plan needs a second copy of its weights beside the lean idle ones
+  // may still fit when its weights rest in a plan's own layout (no setup copy): start it there.
+  {
+    const Bytes m_act0 = sram > idle_bytes + live ? sram - idle_bytes - live : 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!has_weights(ops[i], w)) continue;
+      bool fits = false;
+      for (const auto& p : fronts[i]) fits = fits || (!p.weights_striped && p.cost.memory_bytes <= m_act0);
+      if (fits) continue;
+      std::size_t pick = idle[i];
+      for (std::size_t q = 0; q < fronts[i].size(); ++q)
+        if (!fronts[i][q].weights_striped &&
+            (pick == idle[i] || fronts[i][q].cost.memory_bytes < fronts[i][pick].cost.memory_bytes))
+          pick = q;
+      idle[i] = pick;
+    }
+    idle_bytes = idle_total();
+  }
   if (idle_bytes + live > sram)
     throw Error(fmt::format("workload '{}' does not fit (t10 planner): weights need {} bytes per core in "
                             "their leanest layout and live activations {}, but a core has {} bytes; short by {} bytes per core",
@@ -254,9 +272,10 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
       const Bytes cur_mem = weight_bytes(fronts[i][idle[i]], w);
       for (std::size_t q = 0; q < fronts[i].size(); ++q) {
         const Bytes mem = weight_bytes(fronts[i][q], w);
-        if (mem <= cur_mem) continue;
+        if (mem < cur_mem || q == idle[i] || fronts[i][q].weights_striped) continue;
         const double saved = cur - setup_cycles(fronts[i][q], fronts[i][act[i]], w, cfg);
-        const double ratio = saved / static_cast<double>(mem - cur_mem);
+        // A layout no bigger than the current idle one that saves setup is free: take it first.
+        const double ratio = saved / static_cast<double>(std::max<Bytes>(1, mem - cur_mem));
         if (saved > 0 && ratio > best_ratio) { best_ratio = ratio; bo = i; bq = q; bdelta = mem - cur_mem; }
       }
     }
