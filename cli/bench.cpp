@@ -101,7 +101,9 @@ void bench_compile(const CompileBenchOptions& o) {
   const std::uint64_t items = c.program.items();
   c.program = lower::Lowered{};
   const double t3 = sim::process_cpu_seconds();
-  const sim::SimOutcome s = sim::simulate(cfg, prog);
+  sim::SimOptions so;
+  so.in_process = true;  // one simulation per command
+  const sim::SimOutcome s = sim::simulate(cfg, prog, so);
   fmt::print("compile {} batch {} ({} operators, {:.0f} M parameters) for {} with {}:\n", o.workload, o.batch,
              w.ops().size(), static_cast<double>(w.parameter_count()) / 1e6, cfg.name, o.planner);
   fmt::print("  build the graph:        {:8.2f} CPU-s\n", t1 - t0);

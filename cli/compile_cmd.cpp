@@ -83,6 +83,7 @@ int run_cmd(const CompileArgs& a) {
   c.program = lower::Lowered{};  // whole models: the compact form is not needed any more
   sim::SimOptions so;
   so.trace_path = a.trace;
+  so.in_process = true;  // one simulation per command
   sim::SimOutcome o = sim::simulate(cfg, prog, so);
   Json report = compiler::operator_report(w, c, o.results);
   o.results["planner"] = a.opt.planner;

@@ -31,6 +31,7 @@ int simulate_cmd(const std::string& config, const std::string& program, const st
   const sim::Program prog = sim::load_program(program, cfg, po);
   sim::SimOptions opt;
   opt.trace_path = trace;
+  opt.in_process = true;  // one simulation per command
   const sim::SimOutcome o = sim::simulate(cfg, prog, opt);
   if (!out.empty()) write_json(out, o.results);
   if (!quiet) fmt::print("{}", sim::format_summary(o.results));

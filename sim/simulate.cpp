@@ -84,7 +84,7 @@ Json run_isolated(const std::function<Json()>& fn) {
 }
 
 SimOutcome simulate(const Config& cfg, const Program& prog, const SimOptions& options) {
-  Json out = run_isolated([&]() -> Json {
+  auto body = [&]() -> Json {
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
     std::unique_ptr<TraceRecorder> trace;
     if (!options.trace_path.empty()) trace = std::make_unique<TraceRecorder>();
@@ -95,7 +95,8 @@ SimOutcome simulate(const Config& cfg, const Program& prog, const SimOptions& op
     Json results = system.results();
     if (trace) trace->write(options.trace_path, cfg.clock_ghz);
     return {{"results", std::move(results)}, {"host_cpu_seconds", cpu}};
-  });
+  };
+  Json out = options.in_process ? body() : run_isolated(body);
   return {std::move(out["results"]), out["host_cpu_seconds"].get<double>()};
 }
 

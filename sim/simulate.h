@@ -13,6 +13,9 @@ namespace tessera::sim {
 
 struct SimOptions {
   std::string trace_path;  // empty: no trace
+  // Simulate in this process instead of a forked child. Only for a process that simulates once
+  // (SystemC elaborates once per process); saves forking a process that holds a huge program.
+  bool in_process = false;
 };
 
 struct SimOutcome {
