@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "compiler/ir/onnx_import.h"
 #include "compiler/ir/workload_json.h"
 #include "sim/common/error.h"
@@ -51,7 +49,6 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
       c.program = lower::lower(w, c.schedule, cfg, lo);
       break;
     } catch (const lower::FitError& e) {
-      if (std::getenv("TESSERA_DEBUG_FIT")) fmt::print(stderr, "attempt {}: reserve {} short {}\n", attempt, so.reserve_bytes, e.short_by);
       if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) throw;
       so.reserve_bytes += e.short_by + e.short_by / 4 + 256;
     }

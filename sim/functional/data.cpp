@@ -288,19 +288,17 @@ void evaluate(const ir::Expr& e, const std::vector<std::pair<std::int64_t, std::
       double acc = 0;
       float mx = -std::numeric_limits<float>::infinity();
       std::int64_t present = 0;
-      if (outer < axes.size() || true) {
-        for (;;) {
-          bool ok = true;
-          for (auto& b : ins) ok = ok && b.coord(v);
-          if (ok) {
-            float x = ins[0].value();
-            if (e.kind == ir::ExprKind::Contraction) x *= ins[1].value();
-            acc += x;
-            mx = std::max(mx, x);
-            ++present;
-          }
-          if (outer == axes.size() || !advance(outer, axes.size())) break;
+      for (;;) {
+        bool ok = true;
+        for (auto& b : ins) ok = ok && b.coord(v);
+        if (ok) {
+          float x = ins[0].value();
+          if (e.kind == ir::ExprKind::Contraction) x *= ins[1].value();
+          acc += x;
+          mx = std::max(mx, x);
+          ++present;
         }
+        if (outer == axes.size() || !advance(outer, axes.size())) break;
       }
       out.coord(v);
       float r;
