@@ -368,6 +368,12 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
           const int a = static_cast<int>(std::find(p.axes.begin(), p.axes.end(), axis) - p.axes.begin());
           for (std::int64_t r = 2; r <= p.len[static_cast<std::size_t>(a)]; r *= 2) {
             auto q = plan::with_rounds(p, op, w, a, r, o.target);
+            // Every round loads its slices from the VGM: the whole operands still cross the
+            // fabric once, in `r` transfers.
+            Bytes moved = 0;
+            for (const auto& part : p.parts) moved += part.bytes_per_core;
+            q.cost.shift_cycles = plan::transfer_cycles(cfg, moved);  // per-round latency is in input_cycles
+            q.cost.total_cycles = q.cost.compute_cycles + q.cost.shift_cycles + q.cost.input_cycles;
             if (q.cost.memory_bytes <= local && (!pick || q.cost.total_cycles < pick->cost.total_cycles)) {
               rounded = q;
               pick = &rounded;
