@@ -84,6 +84,20 @@ Json operator_report(const ir::Workload& w, const Compiled& c, const Json& resul
   return rows;
 }
 
+double functional_max_error(const ir::Workload& w, const Json& results) {
+  double worst = 0;
+  for (const auto& [name, ref] : lower::reference_outputs(w)) {
+    if (!results.contains("outputs") || !results["outputs"].contains(name))
+      throw Error(fmt::format("functional run: output '{}' was never stored", name));
+    const auto got = results["outputs"][name]["values"].get<std::vector<float>>();
+    if (got.size() != ref.size())
+      throw Error(fmt::format("functional run: output '{}' has {} values, the reference {}", name, got.size(), ref.size()));
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::abs(got[i] - ref[i])) / (1.0 + std::abs(ref[i])));
+  }
+  return worst;
+}
+
 double exchange_share(const Json& report) {
   double exch = 0, total = 0;
   for (const auto& r : report) {

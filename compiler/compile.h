@@ -35,6 +35,10 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
 // One row per operator: plan, predicted and simulated cycles by phase, per-core memory.
 Json operator_report(const ir::Workload& w, const Compiled& c, const Json& results);
 std::string format_operator_table(const Json& report);
+// Functional runs: the largest |simulated - reference| / (1 + |reference|) over every model
+// output in `results` (docs/results.md "outputs"); an output that was never stored is an error.
+double functional_max_error(const ir::Workload& w, const Json& results);
+
 // Share of operator time spent exchanging (exchange + setup over the sum of operator spans).
 double exchange_share(const Json& report);
 

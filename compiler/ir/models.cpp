@@ -110,14 +110,20 @@ struct Dims {
   std::int64_t hidden, heads, head_dim, ffn;
 };
 
+// Multi-head self-attention of layer `l` on x: Q, K, V projections, scaled softmax attention,
+// output projection (biases on all four, or none).
+std::string self_attention(Net& net, const std::string& l, const std::string& x, const Dims& d, bool bias) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
+  auto q = head_proj(net, l + ".attn.q", x, d.hidden, d.heads, d.head_dim, bias);
+  auto k = head_proj(net, l + ".attn.k", x, d.hidden, d.heads, d.head_dim, bias);
+  auto v = head_proj(net, l + ".attn.v", x, d.hidden, d.heads, d.head_dim, bias);
+  auto c = attention(net, l + ".attn", q, k, v, scale);
+  return out_proj(net, l + ".attn.out", c, d.heads, d.head_dim, d.hidden, bias);
+}
+
 // BERT encoder layer (post-LN): attention, residual, LN, FFN with GELU, residual, LN.
 std::string bert_layer(Net& net, const std::string& l, const std::string& x, const Dims& d) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
-  auto q = head_proj(net, l + ".attn.q", x, d.hidden, d.heads, d.head_dim, true);
-  auto k = head_proj(net, l + ".attn.k", x, d.hidden, d.heads, d.head_dim, true);
-  auto v = head_proj(net, l + ".attn.v", x, d.hidden, d.heads, d.head_dim, true);
-  auto c = attention(net, l + ".attn", q, k, v, scale);
-  auto o = out_proj(net, l + ".attn.out", c, d.heads, d.head_dim, d.hidden, true);
+  auto o = self_attention(net, l, x, d, true);
   auto r = add(net, l + ".attn.residual", x, o, "b,s,e");
   auto h = layernorm(net, l + ".attn.norm", r, "b,s", d.hidden);
   auto f = linear(net, l + ".ffn.up", h, "b,s", d.hidden, d.ffn, true);
@@ -130,13 +136,8 @@ std::string bert_layer(Net& net, const std::string& l, const std::string& x, con
 // Pre-LN transformer layer with biases (ViT with GELU, OPT with ReLU).
 std::string pre_ln_layer(Net& net, const std::string& l, const std::string& x, const Dims& d,
                          const char* act) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
   auto h = layernorm(net, l + ".attn.norm", x, "b,s", d.hidden);
-  auto q = head_proj(net, l + ".attn.q", h, d.hidden, d.heads, d.head_dim, true);
-  auto k = head_proj(net, l + ".attn.k", h, d.hidden, d.heads, d.head_dim, true);
-  auto v = head_proj(net, l + ".attn.v", h, d.hidden, d.heads, d.head_dim, true);
-  auto c = attention(net, l + ".attn", q, k, v, scale);
-  auto o = out_proj(net, l + ".attn.out", c, d.heads, d.head_dim, d.hidden, true);
+  auto o = self_attention(net, l, h, d, true);
   auto r = add(net, l + ".attn.residual", x, o, "b,s,e");
   auto h2 = layernorm(net, l + ".ffn.norm", r, "b,s", d.hidden);
   auto f = linear(net, l + ".ffn.up", h2, "b,s", d.hidden, d.ffn, true);
@@ -147,13 +148,8 @@ std::string pre_ln_layer(Net& net, const std::string& l, const std::string& x, c
 
 // LLaMA-2 layer: RMSNorm (as layernorm * g), attention without biases, SwiGLU MLP (GELU for SiLU).
 std::string llama_layer(Net& net, const std::string& l, const std::string& x, const Dims& d) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
   auto h = rmsnorm(net, l + ".attn.norm", x, d.hidden);
-  auto q = head_proj(net, l + ".attn.q", h, d.hidden, d.heads, d.head_dim, false);
-  auto k = head_proj(net, l + ".attn.k", h, d.hidden, d.heads, d.head_dim, false);
-  auto v = head_proj(net, l + ".attn.v", h, d.hidden, d.heads, d.head_dim, false);
-  auto c = attention(net, l + ".attn", q, k, v, scale);
-  auto o = out_proj(net, l + ".attn.out", c, d.heads, d.head_dim, d.hidden, false);
+  auto o = self_attention(net, l, h, d, false);
   auto r = add(net, l + ".attn.residual", x, o, "b,s,e");
   auto h2 = rmsnorm(net, l + ".ffn.norm", r, d.hidden);
   auto g = linear(net, l + ".ffn.gate", h2, "b,s", d.hidden, d.ffn, false);

@@ -6,9 +6,8 @@
 #include <map>
 #include <unordered_map>
 
-#include "sim/core/compute_model.h"
-
 #include "sim/common/error.h"
+#include "sim/core/compute_model.h"
 #include "sim/functional/data.h"
 
 namespace tessera::lower {
@@ -18,7 +17,6 @@ namespace {
 using sim::Box;
 using sim::View;
 using Coords = std::vector<std::int64_t>;
-
 
 // Clips a box to a tensor's shape; false when nothing is left.
 bool clip(Box& b, const std::vector<std::int64_t>& shape) {
@@ -200,7 +198,7 @@ class Lowerer {
   Lowered run() {
     // T10: the bounded buffer every rotation goes through, reserved once per core.
     if (s_.planner == "t10")
-      for (std::size_t c = 0; c < ncores_; ++c) alloc_raw(c, "shift", o_.shift_buffer_bytes, "the shift buffer");
+      for (std::size_t c = 0; c < ncores_; ++c) alloc(c, "shift", o_.shift_buffer_bytes, "the shift buffer");
     for (const auto& t : w_.tensors()) {
       if (t.role == ir::TensorRole::Input) place_input(t);
       if (t.role == ir::TensorRole::Weight) place_weight(t);
@@ -211,27 +209,32 @@ class Lowerer {
 
  private:
   // ---- items -------------------------------------------------------------------------------
-  void alloc(std::size_t c, const std::string& buf, const View& v, const std::string& where) {
-    const Bytes bytes = static_cast<Bytes>(v.elements()) * 2;
+  // A buffer of `bytes` on core c; with a view (functional mode) it holds values.
+  void alloc(std::size_t c, const std::string& buf, Bytes bytes, const std::string& where,
+             const View* view = nullptr) {
     LItem it{K::Alloc};
     it.buf = name(buf);
     it.bytes = static_cast<std::int64_t>(bytes);
-    if (o_.functional) { it.aux = static_cast<int>(out_.views.size()); out_.views.push_back(v); }
+    if (view && o_.functional) { it.aux = static_cast<int>(out_.views.size()); out_.views.push_back(*view); }
     out_.cores[c].push_back(it);
     live_[c] += bytes;
     out_.peak_bytes[c] = std::max(out_.peak_bytes[c], live_[c]);
     sizes_[{c, buf}] = bytes;
     check_fit(c, where);
   }
-  void alloc_raw(std::size_t c, const std::string& buf, Bytes bytes, const std::string& where) {
-    LItem it{K::Alloc};
+  // `buf` on every core that has a view in `views`, sized by its view.
+  void alloc_all(const std::string& buf, const std::vector<View>& views, const std::string& where) {
+    for (std::size_t c = 0; c < ncores_; ++c)
+      if (!views[c].tensor.empty()) alloc(c, buf, static_cast<Bytes>(views[c].elements()) * 2, where, &views[c]);
+  }
+  void free_all(const std::string& buf) {
+    for (std::size_t c = 0; c < ncores_; ++c)
+      if (sizes_.count({c, buf})) free(c, buf);
+  }
+  void init(std::size_t c, const std::string& buf) {
+    LItem it{K::Init};
     it.buf = name(buf);
-    it.bytes = static_cast<std::int64_t>(bytes);
     out_.cores[c].push_back(it);
-    live_[c] += bytes;
-    out_.peak_bytes[c] = std::max(out_.peak_bytes[c], live_[c]);
-    sizes_[{c, buf}] = bytes;
-    check_fit(c, where);
   }
   void check_fit(std::size_t c, const std::string& where) const {
     const Bytes sram = cfg_.chip.core.sram_bytes;
@@ -336,22 +339,17 @@ class Lowerer {
 
   void place_input(const ir::Tensor& t) {
     Home h{t.name, stripes(t)};
+    alloc_all(h.buffer, h.views, fmt::format("model input '{}'", t.name));
     const int tg = tag("(load inputs)", "main");
     for (std::size_t c = 0; c < ncores_; ++c) {
       if (h.views[c].tensor.empty()) continue;
-      alloc(c, h.buffer, h.views[c], fmt::format("model input '{}'", t.name));
-      Box b{h.views[c].origin, h.views[c].extent};
-      if (!o_.offchip_io) {
-        if (o_.functional) {
-          LItem it{K::Init};
-          it.buf = name(h.buffer);
-          out_.cores[c].push_back(it);
-        }
-        continue;
+      if (o_.offchip_io) {
+        LItem it = msg(K::Load, 0, h.buffer, h.views[c].elements() * 2, tg);
+        it.arg = offchip(t, c);
+        out_.cores[c].push_back(it);
+      } else if (o_.functional) {
+        init(c, h.buffer);
       }
-      LItem it = msg(K::Load, 0, h.buffer, b.elements() * 2, tg);
-      it.arg = offchip(t, c);
-      out_.cores[c].push_back(it);
     }
     homes_[t.name] = std::move(h);
   }
@@ -371,23 +369,18 @@ class Lowerer {
     } else {
       h.views = stripes(t);
     }
-    for (std::size_t c = 0; c < ncores_; ++c) {
-      if (h.views[c].tensor.empty()) continue;
-      alloc(c, h.buffer, h.views[c], fmt::format("weight '{}' at rest", t.name));
-      if (o_.functional) {
-        LItem it{K::Init};
-        it.buf = name(h.buffer);
-        out_.cores[c].push_back(it);
-      }
-    }
+    alloc_all(h.buffer, h.views, fmt::format("weight '{}' at rest", t.name));
+    if (o_.functional)
+      for (std::size_t c = 0; c < ncores_; ++c)
+        if (!h.views[c].tensor.empty()) init(c, h.buffer);
     homes_[t.name] = std::move(h);
   }
 
   // Moves a tensor from its home layout into `dst` views (buffer `buf`, already allocated):
   // every destination box is gathered from the source boxes that hold it (replicas spread
   // over the readers), sends first on every core, then local copies, then receives.
-  void redistribute(const Home& src, const std::vector<View>& dst, const std::string& buf, int tg) {
-    const ir::Tensor& t = w_.tensor(src.buffer == t_name(src) ? src.buffer : t_name(src));
+  void redistribute(const ir::Tensor& t, const Home& src, const std::vector<View>& dst,
+                    const std::string& buf, int tg) {
     const std::size_t rank = t.shape.size();
     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(rank);
     std::map<Coords, std::vector<std::size_t>> holders;
@@ -456,7 +449,6 @@ class Lowerer {
       o.insert(o.end(), recvs[c].begin(), recvs[c].end());
     }
   }
-  std::string t_name(const Home& h) const { for (const auto& v : h.views) if (!v.tensor.empty()) return v.tensor; return h.buffer; }
 
   static bool same_views(const std::vector<View>& a, const std::vector<View>& b) {
     for (std::size_t c = 0; c < a.size(); ++c)
@@ -465,47 +457,47 @@ class Lowerer {
   }
 
   // ---- operators ---------------------------------------------------------------------------
+  // What every core's items of one operator (or one VGM round) share.
+  struct OpEmit {
+    const ir::Operator& op;
+    const plan::Plan& p;
+    const Geometry& g;
+    const std::vector<std::string>& bufs;  // inputs in expression order, then the output
+    plan::StepCompute step;                // the same sub-task on every core
+    int tag;
+    std::uint32_t group;                   // the plan's cores, for the syncs of its shifts
+  };
+
   void run_op(std::size_t i) {
     const ir::Operator& op = w_.ops()[i];
     const plan::Plan& p = s_.ops[i].active;
     const bool vgm = s_.planner == "vgm";
-    Geometry g(p, op);
-    const std::size_t nin = op.expr.inputs.size();
     if (vgm && p.rounds > 1) { run_rounds(i); return; }
-    std::vector<std::string> bufs(p.parts.size());
-    std::vector<std::pair<std::size_t, std::string>> temps;  // (core-agnostic) buffers to free after
+    std::vector<std::string> bufs(p.parts.size()), copies;
     const int t_setup = tag(op.name, "setup"), t_input = tag(op.name, "input"), t_main = tag(op.name, "main");
-    for (std::size_t k = 0; k < nin; ++k) {
+    for (std::size_t k = 0; k + 1 < p.parts.size(); ++k) {
       const ir::Tensor& t = w_.tensor(op.expr.inputs[k].tensor);
       const Home& h = homes_.at(t.name);
       auto views = part_views(i, k, p);
       if (same_views(h.views, views)) { bufs[k] = h.buffer; continue; }
       bufs[k] = fmt::format("{}.in{}", op.name, k);
-      for (std::size_t c = 0; c < ncores_; ++c)
-        if (!views[c].tensor.empty()) alloc(c, bufs[k], views[c], fmt::format("operator '{}' input '{}'", op.name, t.name));
-      temps.push_back({k, bufs[k]});
+      alloc_all(bufs[k], views, fmt::format("operator '{}' input '{}'", op.name, t.name));
+      copies.push_back(bufs[k]);
       const bool setup = !vgm && t.role == ir::TensorRole::Weight;
-      redistribute(h, views, bufs[k], setup ? t_setup : t_input);
+      redistribute(t, h, views, bufs[k], setup ? t_setup : t_input);
     }
     // Output: T10 keeps it where it is computed; VGM computes into a local buffer, then stores.
     const ir::Tensor& out = w_.tensor(op.expr.output.tensor);
     auto out_views = part_views(i, p.parts.size() - 1, p);
     bufs.back() = vgm ? op.name + ".out" : out.name;
-    for (std::size_t c = 0; c < ncores_; ++c)
-      if (!out_views[c].tensor.empty()) alloc(c, bufs.back(), out_views[c], fmt::format("operator '{}' output", op.name));
-    const std::uint32_t grp = group(p.cores);
+    alloc_all(bufs.back(), out_views, fmt::format("operator '{}' output", op.name));
+    const Geometry g(p, op);
+    const OpEmit e{op, p, g, bufs, plan::step_compute(p, op, cfg_), t_main, group(p.cores)};
     for (std::int64_t c = 0; c < p.cores; ++c) {
-      const auto cc = static_cast<std::size_t>(c);
-
-      Coords idx = g.coords(c);
       std::vector<std::int64_t> t(p.axes.size(), 0);
-      emit_loop(op, p, g, idx, bufs, t, 0, out_.cores[cc], t_main, grp);
-
+      emit_loop(e, g.coords(c), t, 0, out_.cores[static_cast<std::size_t>(c)]);
     }
-    // Idle cores take part in the operator's syncs? No: the plan's group holds only its cores.
-    for (const auto& [k, b] : temps)
-      for (std::size_t c = 0; c < ncores_; ++c)
-        if (sizes_.count({c, b})) free(c, b);
+    for (const auto& b : copies) free_all(b);
     finish_op(i, out_views, bufs.back(), t_main);
   }
 
@@ -514,14 +506,11 @@ class Lowerer {
   void finish_op(std::size_t i, const std::vector<View>& out_views, const std::string& out_buf, int t_main) {
     const ir::Operator& op = w_.ops()[i];
     const ir::Tensor& out = w_.tensor(op.expr.output.tensor);
-    const bool vgm = s_.planner == "vgm";
-    if (vgm) {
+    if (s_.planner == "vgm") {
       Home h{out.name, stripes(out)};
-      for (std::size_t c = 0; c < ncores_; ++c)
-        if (!h.views[c].tensor.empty()) alloc(c, h.buffer, h.views[c], fmt::format("operator '{}' output in VGM", op.name));
-      redistribute(Home{out_buf, out_views}, h.views, h.buffer, t_main);
-      for (std::size_t c = 0; c < ncores_; ++c)
-        if (sizes_.count({c, out_buf})) free(c, out_buf);
+      alloc_all(h.buffer, h.views, fmt::format("operator '{}' output in VGM", op.name));
+      redistribute(out, Home{out_buf, out_views}, h.views, h.buffer, t_main);
+      free_all(out_buf);
       homes_[out.name] = std::move(h);
     } else {
       homes_[out.name] = Home{out.name, out_views};
@@ -533,9 +522,7 @@ class Lowerer {
       if (t.role == ir::TensorRole::Weight) continue;
       auto cons = w_.consumers(t.name);
       if (!cons.empty() && cons.back() == static_cast<int>(i) && homes_.count(t.name)) {
-        const Home& h = homes_.at(t.name);
-        for (std::size_t c = 0; c < ncores_; ++c)
-          if (sizes_.count({c, h.buffer})) free(c, h.buffer);
+        free_all(homes_.at(t.name).buffer);
         homes_.erase(t.name);
       }
     }
@@ -549,7 +536,7 @@ class Lowerer {
     const plan::Plan& p = s_.ops[i].active;
     const auto a = static_cast<std::size_t>(p.round_axis);
     const std::int64_t chunk = (p.len[a] + p.rounds - 1) / p.rounds;
-    plan::Plan q = p;
+    plan::Plan q = p;  // one round: the slice of the axis, computed in one step
     q.len[a] = chunk;
     q.round_axis = -1;
     q.rounds = 1;
@@ -560,26 +547,21 @@ class Lowerer {
     std::vector<std::string> bufs(p.parts.size());
     auto out_views = part_views(i, p.parts.size() - 1, p);
     bufs.back() = op.name + ".out";
-    for (std::size_t c = 0; c < ncores_; ++c)
-      if (!out_views[c].tensor.empty()) alloc(c, bufs.back(), out_views[c], fmt::format("operator '{}' output", op.name));
+    alloc_all(bufs.back(), out_views, fmt::format("operator '{}' output", op.name));
     for (std::int64_t r = 0; r < p.rounds; ++r) {
       for (std::size_t k = 0; k < nin; ++k) {
         const ir::Tensor& t = w_.tensor(op.expr.inputs[k].tensor);
         auto views = part_views(i, k, q, static_cast<int>(a), r * chunk);
         bufs[k] = fmt::format("{}.in{}", op.name, k);
-        for (std::size_t c = 0; c < ncores_; ++c)
-          if (!views[c].tensor.empty()) alloc(c, bufs[k], views[c], fmt::format("operator '{}' input '{}' (round {})", op.name, t.name, r));
-        redistribute(homes_.at(t.name), views, bufs[k], t_input);
+        alloc_all(bufs[k], views, fmt::format("operator '{}' input '{}' (round {})", op.name, t.name, r));
+        redistribute(t, homes_.at(t.name), views, bufs[k], t_input);
       }
       Geometry g(q, op);
       g.set_offset(a, r * chunk);
-      for (std::int64_t c = 0; c < q.cores; ++c) {
-        std::vector<std::int64_t> t(q.axes.size(), 0);
-        out_.cores[static_cast<std::size_t>(c)].push_back(compute_item(op, q, g, g.coords(c), bufs, t, t_main));
-      }
-      for (std::size_t k = 0; k < nin; ++k)
-        for (std::size_t c = 0; c < ncores_; ++c)
-          if (sizes_.count({c, bufs[k]})) free(c, bufs[k]);
+      const OpEmit e{op, q, g, bufs, plan::step_compute(q, op, cfg_), t_main, 0};  // no shifts: no group
+      for (std::int64_t c = 0; c < q.cores; ++c)
+        out_.cores[static_cast<std::size_t>(c)].push_back(compute_item(e, g.coords(c), std::vector<std::int64_t>(q.axes.size(), 0)));
+      for (std::size_t k = 0; k < nin; ++k) free_all(bufs[k]);
     }
     finish_op(i, out_views, bufs.back(), t_main);
   }
@@ -598,20 +580,20 @@ class Lowerer {
 
   // The plan's loop nest on one core: compute at the innermost level, after each iteration of
   // a level rotate the partitions that rotate on its axis. Unrolled in functional mode (each
-  // step touches different values), a `repeat` per level otherwise.
-  void emit_loop(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
-                 const std::vector<std::string>& bufs, std::vector<std::int64_t>& t, std::size_t level,
-                 std::vector<LItem>& out, int tg, std::uint32_t grp) {
-    if (level == p.loop.size()) {
-      out.push_back(compute_item(op, p, g, idx, bufs, t, tg));
+  // step touches different values), a `repeat` per level otherwise. `t` counts the shifts done
+  // on each axis.
+  void emit_loop(const OpEmit& e, const Coords& idx, std::vector<std::int64_t>& t, std::size_t level,
+                 std::vector<LItem>& out) {
+    if (level == e.p.loop.size()) {
+      out.push_back(compute_item(e, idx, t));
       return;
     }
-    const auto a = static_cast<std::size_t>(p.loop[level]);
-    const std::int64_t n = p.steps_on[a];
+    const auto a = static_cast<std::size_t>(e.p.loop[level]);
+    const std::int64_t n = e.p.steps_on[a];
     if (o_.functional) {
       for (std::int64_t s = 0; s < n; ++s) {
-        emit_loop(op, p, g, idx, bufs, t, level + 1, out, tg, grp);
-        shift(op, p, g, idx, bufs, t, a, out, tg, grp);
+        emit_loop(e, idx, t, level + 1, out);
+        shift(e, idx, t, a, out);
         ++t[a];
       }
       t[a] = 0;
@@ -619,35 +601,31 @@ class Lowerer {
       LItem begin{K::Begin};
       begin.arg = static_cast<std::uint32_t>(n);
       out.push_back(begin);
-      emit_loop(op, p, g, idx, bufs, t, level + 1, out, tg, grp);
-      shift(op, p, g, idx, bufs, t, a, out, tg, grp);
+      emit_loop(e, idx, t, level + 1, out);
+      shift(e, idx, t, a, out);
       out.push_back(LItem{K::End});
     }
   }
 
-  LItem compute_item(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
-                     const std::vector<std::string>& bufs, const std::vector<std::int64_t>& t, int tg) {
-    const plan::StepCompute sc = plan::step_compute(p, op, cfg_);
+  LItem compute_item(const OpEmit& e, const Coords& idx, const std::vector<std::int64_t>& t) {
+    const plan::StepCompute& sc = e.step;
     CompItem ci;
     ci.kind = sc.kind;
     ci.batch = sc.batch; ci.m = sc.m; ci.k = sc.k; ci.n = sc.n;
     ci.elements = sc.elements; ci.rows = sc.rows; ci.cols = sc.cols;
     ci.cycles = sc.cycles;
-    for (std::size_t k = 0; k + 1 < bufs.size(); ++k) ci.ins.push_back(name(bufs[k]));
-    ci.out = name(bufs.back());
-    ci.expr = expr_index(op);
-    auto& ranges = ci.ranges;
-    const std::size_t nout = op.expr.output.indices.size();
-    for (std::size_t a = 0; a < p.axes.size(); ++a) {
-      std::int64_t lo = g.axis_lo(idx, a), len = p.len[a];
-      if (std::find(p.loop.begin(), p.loop.end(), static_cast<int>(a)) != p.loop.end()) {
-        const std::int64_t chunk = (g.c0(a, idx) + t[a]) % p.steps_on[a];
-        lo += chunk * p.pace[a];
-        len = p.pace[a];
+    for (std::size_t k = 0; k + 1 < e.bufs.size(); ++k) ci.ins.push_back(name(e.bufs[k]));
+    ci.out = name(e.bufs.back());
+    ci.expr = expr_index(e.op);
+    for (std::size_t a = 0; a < e.p.axes.size(); ++a) {
+      std::int64_t lo = e.g.axis_lo(idx, a), len = e.p.len[a];
+      if (std::find(e.p.loop.begin(), e.p.loop.end(), static_cast<int>(a)) != e.p.loop.end()) {
+        lo += (e.g.c0(a, idx) + t[a]) % e.p.steps_on[a] * e.p.pace[a];  // the chunk of this step
+        len = e.p.pace[a];
       }
-      ranges.push_back({lo, lo + len});
+      ci.ranges.push_back({lo, lo + len});
     }
-    return comp_item(std::move(ci), tg);
+    return comp_item(std::move(ci), e.tag);
   }
 
   int expr_index(const ir::Operator& op) {
@@ -657,29 +635,30 @@ class Lowerer {
     return op_exprs_[op.name] = static_cast<int>(out_.exprs.size()) - 1;
   }
 
-  void shift(const ir::Operator& op, const plan::Plan& p, const Geometry& g, const Coords& idx,
-             const std::vector<std::string>& bufs, const std::vector<std::int64_t>& t, std::size_t axis,
-             std::vector<LItem>& out, int tg, std::uint32_t grp) {
-    for (std::size_t k = 0; k < p.parts.size(); ++k) {
-      const plan::Part& x = p.parts[k];
+  // Every partition rotating on `axis` sends the chunk at the front of its window to the ring
+  // neighbour behind and receives the next one from the neighbour ahead, through the shift
+  // buffer in pieces, one sync per piece.
+  void shift(const OpEmit& e, const Coords& idx, const std::vector<std::int64_t>& t, std::size_t axis,
+             std::vector<LItem>& out) {
+    for (std::size_t k = 0; k < e.p.parts.size(); ++k) {
+      const plan::Part& x = e.p.parts[k];
       if (x.rot_axis != static_cast<int>(axis)) continue;
-      const View v = g.view(k, idx);
+      const View v = e.g.view(k, idx);
       const auto d = static_cast<std::size_t>(x.rot_dim);
-      const std::int64_t rp = p.pace[axis], n = p.steps_on[axis];
-      const std::int64_t chunk = (g.ring_pos(x, idx) * x.window_chunks + t[axis]) % n;
-      const ir::Access& acc = op.expr.inputs[k];
+      const std::int64_t rp = e.p.pace[axis], n = e.p.steps_on[axis];
+      const std::int64_t chunk = (e.g.ring_pos(x, idx) * x.window_chunks + t[axis]) % n;
       Box b{v.origin, v.extent};
-      b.origin[d] = g.sub_box(acc, idx).origin[d] + chunk * rp;
+      b.origin[d] = e.g.sub_box(e.op.expr.inputs[k], idx).origin[d] + chunk * rp;
       b.extent[d] = rp;
       std::vector<Box> pieces;
       split(b, static_cast<std::int64_t>(o_.shift_buffer_bytes / 2), pieces);
-      const std::int64_t left = g.neighbour(x, idx, -1), right = g.neighbour(x, idx, +1);
+      const std::int64_t left = e.g.neighbour(x, idx, -1), right = e.g.neighbour(x, idx, +1);
       for (const Box& piece : pieces) {
         const std::int64_t bytes = piece.elements() * 2;
-        out.push_back(sync_item(grp, tg));
-        out.push_back(msg(K::Send, static_cast<std::size_t>(left), bufs[k], bytes, tg, &piece));
-        out.push_back(msg(K::Recv, static_cast<std::size_t>(right), bufs[k], bytes, tg));
-        out.push_back(copy_item(piece.elements(), "shift", bufs[k], tg, -1, {}));
+        out.push_back(sync_item(e.group, e.tag));
+        out.push_back(msg(K::Send, static_cast<std::size_t>(left), e.bufs[k], bytes, e.tag, &piece));
+        out.push_back(msg(K::Recv, static_cast<std::size_t>(right), e.bufs[k], bytes, e.tag));
+        out.push_back(copy_item(piece.elements(), "shift", e.bufs[k], e.tag, -1, {}));
       }
     }
   }
@@ -707,39 +686,27 @@ Lowered lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Con
 }
 
 std::map<std::string, std::vector<float>> reference_outputs(const ir::Workload& w) {
+  sim::DataStore store;  // every tensor, inputs and weights with the functional initial values
+  for (const auto& t : w.tensors()) store.add(t.name, t.shape);
   std::map<std::string, sim::Buffer> vals;
-  auto whole = [&](const ir::Tensor& t) {
+  auto whole = [&](const ir::Tensor& t) -> sim::Buffer& {
     sim::View v{t.name, std::vector<std::int64_t>(t.shape.size(), 0), t.shape, std::vector<bool>(t.shape.size(), false)};
-    return sim::Buffer(v, t.shape);
+    return vals.emplace(t.name, sim::Buffer(v, t.shape)).first->second;
   };
-  for (const auto& t : w.tensors()) {
-    if (t.role == ir::TensorRole::Activation) continue;
-    sim::DataTensor d;
-    d.shape = t.shape;
-    d.values.resize(static_cast<std::size_t>(t.elements()));
-    for (std::int64_t i = 0; i < t.elements(); ++i) d.values[static_cast<std::size_t>(i)] = sim::initial_value(t.name, i);
-    sim::Buffer b = whole(t);
-    b.load_from(d);
-    vals.emplace(t.name, std::move(b));
-  }
+  for (const auto& t : w.tensors())
+    if (t.role != ir::TensorRole::Activation) whole(t).load_from(store.at(t.name));
   for (const auto& op : w.ops()) {
-    const ir::Tensor& out = w.tensor(op.expr.output.tensor);
-    sim::Buffer b = whole(out);
     std::vector<const sim::Buffer*> ins;
     for (const auto& in : op.expr.inputs) ins.push_back(&vals.at(in.tensor));
     std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
     for (const auto& a : op.expr.all_axes()) ranges.push_back({0, op.extent.at(a)});
-    sim::evaluate(op.expr, ranges, ins, b);
-    vals.emplace(out.name, std::move(b));
+    sim::evaluate(op.expr, ranges, ins, whole(w.tensor(op.expr.output.tensor)));
   }
   std::map<std::string, std::vector<float>> res;
   for (const auto& t : w.tensors()) {
     if (!t.output) continue;
-    sim::DataTensor d;
-    d.shape = t.shape;
-    d.values.resize(static_cast<std::size_t>(t.elements()));
-    vals.at(t.name).store_to(d);
-    res[t.name] = d.values;
+    vals.at(t.name).store_to(store.at(t.name));
+    res[t.name] = store.at(t.name).values;
   }
   return res;
 }

@@ -145,25 +145,20 @@ sim::Program Lowered::program(const sim::Config& cfg) const {
     sim::CoreProgram cp;
     cp.core = static_cast<std::uint32_t>(c);
     cp.peak_scratchpad_bytes = peak_bytes[c];
-    // Diagnostics name the operator and phase an item belongs to.
+    // Diagnostics name the operator and phase through the item's tag (sim::item_location).
     cp.where.push_back("compiled program");
-    for (const auto& t : tags) cp.where.push_back(fmt::format("operator '{}' ({} phase)", t.op, t.phase));
     std::vector<std::size_t> open;
     std::vector<std::uint64_t> mult{1};
     for (const auto& it : cores[c]) {
       sim::Item x;
       x.tag = it.tag >= 0 ? static_cast<std::uint32_t>(it.tag) : sim::kNoTag;
-      x.where = it.tag >= 0 ? static_cast<std::uint32_t>(it.tag + 1) : 0;
+      x.where = 0;
       switch (it.k) {
         case K::Alloc: case K::Free: case K::Init: continue;
         case K::Compute: {
           const CompItem& ci = comps[static_cast<std::size_t>(it.aux)];
           x.op = sim::Op::Compute;
-          x.kind = ci.kind == "matmul" ? sim::ComputeKind::Matmul
-                   : ci.kind == "reduce_sum" ? sim::ComputeKind::ReduceSum
-                   : ci.kind == "reduce_max" ? sim::ComputeKind::ReduceMax
-                   : ci.kind == "softmax" ? sim::ComputeKind::Softmax
-                   : ci.kind == "layernorm" ? sim::ComputeKind::Layernorm : sim::ComputeKind::Elementwise;
+          x.kind = *sim::parse_compute_kind(ci.kind);
           x.value = ci.cycles;
           break;
         }

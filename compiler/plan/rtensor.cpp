@@ -25,6 +25,16 @@ std::set<std::string> axes_of(const ir::Access& a) {
   return s;
 }
 
+// Extent one core's sub-operator touches along a tensor dimension indexed by `ix`, given the
+// per-axis lengths `len` (a compound index spans the sum of its terms' ranges).
+std::int64_t index_extent(const ir::Index& ix, const std::vector<std::string>& axes,
+                          const std::vector<std::int64_t>& len) {
+  std::int64_t ext = 1;
+  for (const auto& t : ix.terms)
+    ext += t.coeff * (len[static_cast<std::size_t>(std::find(axes.begin(), axes.end(), t.axis) - axes.begin())] - 1);
+  return ext;
+}
+
 bool splittable(const ir::Expr& e, const std::string& axis) {
   auto outs = e.output_axes();
   if (std::find(outs.begin(), outs.end(), axis) == outs.end()) return false;  // reduction axis
@@ -52,6 +62,15 @@ std::string Plan::describe() const {
   if (weights_striped) return "weights striped over all cores";
   if (rounds > 1) s += fmt::format(" {} rounds on {}", rounds, axes[static_cast<std::size_t>(round_axis)]);
   return s + fmt::format(" {} step{}", steps, steps == 1 ? "" : "s");
+}
+
+bool Plan::same_as(const Plan& o) const {
+  if (weights_striped != o.weights_striped || fop != o.fop || rounds != o.rounds ||
+      round_axis != o.round_axis || parts.size() != o.parts.size())
+    return false;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (parts[i].ft != o.parts[i].ft) return false;
+  return true;
 }
 
 std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
@@ -133,13 +152,11 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
   }
 
   // Parts.
-  const Dtype dt = w.tensor(e.output.tensor).dtype;
   double pad_ratio = 1;
   for (std::size_t i = 0; i < acc.size(); ++i) {
     const ir::Access& x = *acc[i];
     Part part;
     part.tensor = x.tensor;
-    part.is_output = i + 1 == acc.size();
     auto xa = axes_of(x);
     part.sharing = 1;
     for (std::size_t b = 0; b < na; ++b)
@@ -153,12 +170,9 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
     const auto& shape = w.tensor(x.tensor).shape;
     for (std::size_t d = 0; d < x.indices.size(); ++d) {
       const ir::Index& ix = x.indices[d];
-      std::int64_t fs = 1, ext = 1;
-      for (const auto& t : ix.terms) {
-        const auto b = static_cast<std::size_t>(axis_index(t.axis));
-        fs *= p.fop[b];
-        ext += t.coeff * (p.len[b] - 1);
-      }
+      std::int64_t fs = 1;
+      for (const auto& t : ix.terms) fs *= p.fop[static_cast<std::size_t>(axis_index(t.axis))];
+      const std::int64_t ext = index_extent(ix, p.axes, p.len);
       part.fs.push_back(fs);
       const bool rotating = rot[i].ft > 1 && rot[i].dim == static_cast<int>(d);
       part.ft.push_back(rotating ? rot[i].ft : 1);
@@ -275,14 +289,12 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
   Cost c;
   const StepCompute sc = step_compute(p, op, cfg);
   c.compute_cycles = static_cast<double>(sc.cycles) * static_cast<double>(p.steps);  // rounds, for VGM
-  bool rotates = false;
   std::int64_t events = 1;
   for (std::size_t i = 0; i < p.loop.size(); ++i) {
     const int a = p.loop[i];
     events *= p.steps_on[static_cast<std::size_t>(a)];
     for (const auto& part : p.parts) {
       if (part.rot_axis != a) continue;
-      rotates = true;
       const Bytes piece = std::min<Bytes>(part.shift_bytes, t.shift_buffer_bytes);
       const auto pieces = static_cast<std::int64_t>(ceil_div(part.shift_bytes, t.shift_buffer_bytes));
       const double per_piece = transfer_cycles(cfg, piece) +
@@ -299,7 +311,6 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
   c.total_cycles = c.compute_cycles + c.shift_cycles + c.sync_cycles;
   // The shift buffer is reserved once per core for the whole program, not per plan.
   for (const auto& part : p.parts) c.memory_bytes += part.bytes_per_core;
-  (void)rotates;
   return c;
 }
 
@@ -405,21 +416,13 @@ Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, i
   q.round_axis = axis;
   q.rounds = rounds;
   q.steps = rounds;
-  const auto a = static_cast<std::size_t>(axis);
-  const std::int64_t chunk = cdiv(p.len[a], rounds);
   // Operands indexed by the axis hold one round's slice of it.
-  const auto& name = p.axes[a];
+  std::vector<std::int64_t> len = p.len;
+  len[static_cast<std::size_t>(axis)] = cdiv(p.len[static_cast<std::size_t>(axis)], rounds);
   for (std::size_t i = 0; i < q.parts.size(); ++i) {
     const ir::Access& acc = i < op.expr.inputs.size() ? op.expr.inputs[i] : op.expr.output;
     Bytes bytes = dtype_bytes(w.tensor(acc.tensor).dtype);
-    for (const auto& ix : acc.indices) {
-      std::int64_t ext = 1;
-      for (const auto& term : ix.terms) {
-        const auto b = static_cast<std::size_t>(std::find(p.axes.begin(), p.axes.end(), term.axis) - p.axes.begin());
-        ext += term.coeff * ((term.axis == name ? chunk : p.len[b]) - 1);
-      }
-      bytes *= static_cast<Bytes>(ext);
-    }
+    for (const auto& ix : acc.indices) bytes *= static_cast<Bytes>(index_extent(ix, p.axes, len));
     q.parts[i].bytes_per_core = bytes;
   }
   if (t.config) {

@@ -28,7 +28,6 @@ struct Part {  // the rTensor of one operand: inputs in expression order, then t
   std::vector<int> share_axes;           // axes (fop > 1) the tensor lacks: ring formation order
   Bytes bytes_per_core = 0;              // what one core holds
   Bytes shift_bytes = 0;                 // bytes one core sends per rotation
-  bool is_output = false;
 };
 
 struct Cost {
@@ -56,6 +55,8 @@ struct Plan {
   bool weights_striped = false;
   Cost cost;
   std::string describe() const;   // "fop[m:2,k:1,n:4] A:ft[1,4] B:ft[2,1] rp[k:2] 4 steps"
+  // Same factors (and so the same layouts and steps) as `o`, for plans of one operator.
+  bool same_as(const Plan& o) const;
 };
 
 struct Rotation {  // a choice for one input: rotate dimension `dim` with temporal factor `ft`

@@ -53,7 +53,7 @@ bool has_weights(const ir::Operator& op, const ir::Workload& w) {
 // Predicted cycles to lay the weights out from the idle plan's layout into the active one.
 double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
                     const sim::Config& cfg) {
-  if (idle.describe() == act.describe()) return 0;
+  if (idle.same_as(act)) return 0;
   double c = 0;
   for (const auto& part : act.parts)
     if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
@@ -94,6 +94,34 @@ double relayout_cycles(const plan::Plan& p, std::size_t i, const std::vector<std
   return t;
 }
 
+// Load-compute-store: every operand crosses the fabric once per use.
+double vgm_transfer_cycles(const plan::Plan& p, const sim::Config& cfg) {
+  Bytes moved = 0;
+  for (const auto& part : p.parts) moved += part.bytes_per_core;
+  return plan::transfer_cycles(cfg, moved);
+}
+
+// Candidate plans per operator, computed once per distinct signature (the layers of a model
+// share them) by `make`, then named for each operator.
+template <class Make>
+std::vector<std::vector<plan::Plan>> plans_per_op(const ir::Workload& w, const std::vector<std::string>& sigs,
+                                                  Make&& make) {
+  std::map<std::string, std::vector<plan::Plan>> cache;
+  std::vector<std::vector<plan::Plan>> out;
+  for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    auto it = cache.find(sigs[i]);
+    if (it == cache.end()) it = cache.emplace(sigs[i], make(w.ops()[i])).first;
+    out.push_back(with_names(it->second, w.ops()[i]));
+  }
+  return out;
+}
+
+std::vector<std::string> signatures(const ir::Workload& w) {
+  std::vector<std::string> sigs;
+  for (const auto& op : w.ops()) sigs.push_back(signature(op, w));
+  return sigs;
+}
+
 [[noreturn]] void does_not_fit(const ir::Workload& w, const ir::Operator& op, Bytes need, Bytes have,
                                const std::string& planner, const std::string& detail) {
   throw Error(fmt::format("workload '{}' does not fit ({} planner): operator '{}' needs at least {} "
@@ -129,20 +157,21 @@ std::optional<plan::Plan> follow_producer(std::size_t i, const ir::Workload& w, 
 }  // namespace
 
 Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
-  Bytes worst = 0;
-  const auto& ops = w.ops();
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    Bytes live = 0;
-    for (const auto& t : w.tensors()) {
-      if (t.role == ir::TensorRole::Weight) continue;
-      const int prod = w.producer(t.name);
-      auto cons = w.consumers(t.name);
-      const int last = cons.empty() ? static_cast<int>(ops.size()) : cons.back();
-      if (prod <= static_cast<int>(i) && last > static_cast<int>(i)) live += ceil_div(t.bytes(), static_cast<Bytes>(cores));
-    }
-    worst = std::max(worst, live);
+  const auto n = static_cast<int>(w.ops().size());
+  // Each non-weight tensor is live from its producer (-1: before the first operator) to its last
+  // reader (n: to the end, for outputs nobody reads).
+  std::map<std::string, int> last;
+  for (int i = 0; i < n; ++i)
+    for (const auto& in : w.ops()[static_cast<std::size_t>(i)].expr.inputs) last[in.tensor] = i;
+  std::vector<Bytes> live(static_cast<std::size_t>(n), 0);
+  for (const auto& t : w.tensors()) {
+    if (t.role == ir::TensorRole::Weight) continue;
+    auto it = last.find(t.name);
+    const int end = it == last.end() ? n : it->second;
+    for (int i = std::max(0, w.producer(t.name)); i < end; ++i)
+      live[static_cast<std::size_t>(i)] += ceil_div(t.bytes(), static_cast<Bytes>(cores));
   }
-  return worst;
+  return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
 }
 
 Schedule schedule_t10(const ir::Workload& w, const Options& o) {
@@ -150,39 +179,33 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   Schedule s;
   s.planner = "t10";
   const auto& ops = w.ops();
-  std::map<std::string, std::vector<plan::Plan>> cache;
-  std::vector<std::vector<plan::Plan>> fronts;
-  for (const auto& op : ops) {
-    const std::string key = signature(op, w);
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-      auto all = plan::enumerate_plans(op, w, o.target);
-      // The idle plan minimises weight memory, which the (time, total memory) front may miss:
-      // keep the fastest of the weight-leanest plans beside the front.
-      const plan::Plan* lean = nullptr;
-      for (const auto& p : all)
-        if (!lean || weight_bytes(p, w) < weight_bytes(*lean, w) ||
-            (weight_bytes(p, w) == weight_bytes(*lean, w) && p.cost.total_cycles < lean->cost.total_cycles))
-          lean = &p;
-      plan::Plan keep = *lean;
-      auto front = plan::pareto_front(std::move(all));
-      bool present = false;
-      for (const auto& p : front) present = present || p.describe() == keep.describe();
-      if (!present) front.push_back(std::move(keep));
-      if (has_weights(op, w)) {
-        // The leanest idle layout of all: weights striped over every core.
-        plan::Plan striped = front.front();
-        striped.weights_striped = true;
-        for (auto& part : striped.parts)
-          if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
-            part.bytes_per_core = lower::stripe_bytes(w.tensor(part.tensor), static_cast<std::size_t>(o.target.cores));
-        striped.cost.total_cycles = std::numeric_limits<double>::infinity();
-        front.push_back(std::move(striped));
-      }
-      it = cache.emplace(key, std::move(front)).first;
+  const std::vector<std::string> sigs = signatures(w);
+  auto fronts = plans_per_op(w, sigs, [&](const ir::Operator& op) {
+    auto all = plan::enumerate_plans(op, w, o.target);
+    // The idle plan minimises weight memory, which the (time, total memory) front may miss:
+    // keep the fastest of the weight-leanest plans beside the front.
+    const plan::Plan* lean = nullptr;
+    for (const auto& p : all)
+      if (!lean || weight_bytes(p, w) < weight_bytes(*lean, w) ||
+          (weight_bytes(p, w) == weight_bytes(*lean, w) && p.cost.total_cycles < lean->cost.total_cycles))
+        lean = &p;
+    plan::Plan keep = *lean;
+    auto front = plan::pareto_front(std::move(all));
+    bool present = false;
+    for (const auto& p : front) present = present || p.same_as(keep);
+    if (!present) front.push_back(std::move(keep));
+    if (has_weights(op, w)) {
+      // The leanest idle layout of all: weights striped over every core.
+      plan::Plan striped = front.front();
+      striped.weights_striped = true;
+      for (auto& part : striped.parts)
+        if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
+          part.bytes_per_core = lower::stripe_bytes(w.tensor(part.tensor), static_cast<std::size_t>(o.target.cores));
+      striped.cost.total_cycles = std::numeric_limits<double>::infinity();
+      front.push_back(std::move(striped));
     }
-    fronts.push_back(with_names(it->second, op));
-  }
+    return front;
+  });
   // T10 reserves the shift buffer on every core for the whole program.
   const Bytes reserved = o.reserve_bytes + o.target.shift_buffer_bytes;
   if (reserved >= cfg.chip.core.sram_bytes)
@@ -281,9 +304,8 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     }
     if (bo == n || idle_bytes + bdelta + live > sram) break;
     // Identical operators (the layers of a model) move together: same plans, same trade.
-    const std::string key = signature(ops[bo], w);
     for (std::size_t i = 0; i < n; ++i)
-      if (signature(ops[i], w) == key && idle[i] == idle[bo] && idle_bytes + weight_bytes(fronts[i][bq], w) - weight_bytes(fronts[i][idle[i]], w) + live <= sram) {
+      if (sigs[i] == sigs[bo] && idle[i] == idle[bo] && idle_bytes + weight_bytes(fronts[i][bq], w) - weight_bytes(fronts[i][idle[i]], w) + live <= sram) {
         idle_bytes += weight_bytes(fronts[i][bq], w) - weight_bytes(fronts[i][idle[i]], w);
         idle[i] = bq;
       }
@@ -304,7 +326,6 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
       chosen.push_back(fronts[i][best.act[i]]);
     }
   }
-  s.predicted_cycles = best.t;
   s.idle_bytes_per_core = best.idle_bytes;
   s.active_bytes_per_core = sram - best.idle_bytes - live;
   // The prediction of the final choice (layout following changed some active plans).
@@ -339,22 +360,17 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
   const Bytes local = sram - vgm;
   s.idle_bytes_per_core = vgm;
   s.active_bytes_per_core = local;
-  std::map<std::string, std::vector<plan::Plan>> cache;
-  for (const auto& op : w.ops()) {
-    const std::string key = signature(op, w);
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-      auto plans = plan::enumerate_plans(op, w, o.target, /*allow_rotation=*/false);
-      // Load-compute-store: every operand crosses the fabric once per use.
-      for (auto& p : plans) {
-        Bytes moved = 0;
-        for (const auto& part : p.parts) moved += part.bytes_per_core;
-        p.cost.shift_cycles = plan::transfer_cycles(cfg, moved);
-        p.cost.total_cycles = p.cost.compute_cycles + p.cost.shift_cycles;
-      }
-      it = cache.emplace(key, plan::pareto_front(std::move(plans))).first;
+  const auto fronts = plans_per_op(w, signatures(w), [&](const ir::Operator& op) {
+    auto plans = plan::enumerate_plans(op, w, o.target, /*allow_rotation=*/false);
+    for (auto& p : plans) {
+      p.cost.shift_cycles = vgm_transfer_cycles(p, cfg);
+      p.cost.total_cycles = p.cost.compute_cycles + p.cost.shift_cycles;
     }
-    auto front = with_names(it->second, op);
+    return plan::pareto_front(std::move(plans));
+  });
+  for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    const ir::Operator& op = w.ops()[i];
+    const auto& front = fronts[i];
     const plan::Plan* pick = nullptr;
     for (const auto& p : front)
       if (p.cost.memory_bytes <= local) { pick = &p; break; }
@@ -369,10 +385,8 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
           for (std::int64_t r = 2; r <= p.len[static_cast<std::size_t>(a)]; r *= 2) {
             auto q = plan::with_rounds(p, op, w, a, r, o.target);
             // Every round loads its slices from the VGM: the whole operands still cross the
-            // fabric once, in `r` transfers.
-            Bytes moved = 0;
-            for (const auto& part : p.parts) moved += part.bytes_per_core;
-            q.cost.shift_cycles = plan::transfer_cycles(cfg, moved);  // per-round latency is in input_cycles
+            // fabric once, in `r` transfers (the per-round latency is in input_cycles).
+            q.cost.shift_cycles = vgm_transfer_cycles(p, cfg);
             q.cost.total_cycles = q.cost.compute_cycles + q.cost.shift_cycles + q.cost.input_cycles;
             if (q.cost.memory_bytes <= local && (!pick || q.cost.total_cycles < pick->cost.total_cycles)) {
               rounded = q;

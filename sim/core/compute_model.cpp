@@ -5,6 +5,16 @@
 
 namespace tessera::sim {
 
+std::optional<ComputeKind> parse_compute_kind(const std::string& kind) {
+  if (kind == "matmul") return ComputeKind::Matmul;
+  if (kind == "reduce_sum") return ComputeKind::ReduceSum;
+  if (kind == "reduce_max") return ComputeKind::ReduceMax;
+  if (kind == "softmax") return ComputeKind::Softmax;
+  if (kind == "layernorm") return ComputeKind::Layernorm;
+  if (parse_vec_op(kind)) return ComputeKind::Elementwise;
+  return std::nullopt;
+}
+
 std::uint64_t log2_ceil(std::uint64_t x) {
   std::uint64_t d = 0;
   while ((std::uint64_t(1) << d) < x) ++d;

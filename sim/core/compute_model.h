@@ -3,6 +3,8 @@
 // operation, evaluated once when a program is loaded (not per simulated event). The formulas are
 // documented in docs/hardware-model.md; tests check them against hand-computed counts.
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "sim/config/config.h"
 
@@ -16,6 +18,10 @@ enum class ComputeKind : std::uint8_t {
   Softmax,      // along the last axis of [rows, cols]
   Layernorm,    // along the last axis of [rows, cols]
 };
+
+// The program's compute kind names: "matmul", a vector op ("add", "copy", ...), "reduce_sum",
+// "reduce_max", "softmax", "layernorm"; nullopt for anything else.
+std::optional<ComputeKind> parse_compute_kind(const std::string& kind);
 
 struct MatmulShape {
   std::uint64_t batch = 1, m = 0, k = 0, n = 0;

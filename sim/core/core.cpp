@@ -88,16 +88,29 @@ void Core::functional(const Item& it) {
       break;
     }
     case Op::Recv: {
-      if (!received_) throw SimulationError(fmt::format("core {}: functional mode: a message without values arrived at {}", prog_.core, prog_.where[it.where]));
+      if (!received_)
+        throw SimulationError(fmt::format("core {}: functional mode: a message without values arrived at {}",
+                                          prog_.core, item_location(prog, prog_, it)));
       Buffer& b = buffer(f.buffer);
       if (received_->tensor != b.view().tensor)
-        throw SimulationError(fmt::format("core {}: {}: received values of tensor '{}' into a buffer of '{}'", prog_.core, prog_.where[it.where], received_->tensor, b.view().tensor));
+        throw SimulationError(fmt::format("core {}: {}: received values of tensor '{}' into a buffer of '{}'",
+                                          prog_.core, item_location(prog, prog_, it), received_->tensor, b.view().tensor));
       b.write_box(received_->box, received_->values);
       received_.reset();
       break;
     }
     default: break;
   }
+}
+
+// Functional mode: the values a send carries, read from its buffer when it is issued.
+std::shared_ptr<const Payload> Core::payload(const Item& it) {
+  const FunctionalItem& f = prog_.functional[it.where];
+  auto p = std::make_shared<Payload>();
+  p->tensor = buffer(f.buffer).view().tensor;
+  p->box = f.box;
+  p->values = buffer(f.buffer).read_box(f.box);
+  return p;
 }
 
 void Core::execute(const Item& it) {
@@ -107,20 +120,10 @@ void Core::execute(const Item& it) {
   Activity a = Activity::Compute;
   switch (it.op) {
     case Op::Compute: wait(cycles(it.value)); break;
-    case Op::Send: {
+    case Op::Send:
       a = Activity::Send;
-      std::shared_ptr<const Payload> p;
-      if (fx_) {
-        const FunctionalItem& f = prog_.functional[it.where];
-        auto pl = std::make_shared<Payload>();
-        pl->tensor = buffer(f.buffer).view().tensor;
-        pl->box = f.box;
-        pl->values = buffer(f.buffer).read_box(f.box);
-        p = std::move(pl);
-      }
-      net->send(prog_.core, it.arg, it.value, std::move(p));
+      net->send(prog_.core, it.arg, it.value, fx_ ? payload(it) : nullptr);
       break;
-    }
     case Op::Recv:
       a = Activity::Recv;
       received_ = net->recv(prog_.core, it.arg, it.value);

@@ -62,6 +62,7 @@ class Core : public sc_core::sc_module {
   void run();
   void execute(const Item& item);
   void functional(const Item& item);
+  std::shared_ptr<const Payload> payload(const Item& item);
   Buffer& buffer(std::uint32_t slot);
 
   const CoreProgram& prog_;

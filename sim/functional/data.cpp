@@ -136,28 +136,24 @@ void Buffer::write_box(const Box& b, const std::vector<float>& values) {
   });
 }
 
-void Buffer::load_from(const DataTensor& t) {
-  Box b{view_.origin, view_.extent};
+template <class F>
+void Buffer::for_held(F&& fn) const {
   std::vector<std::int64_t> stride(shape_.size(), 1);
   for (std::size_t d = shape_.size(); d-- > 1;) stride[d - 1] = stride[d] * shape_[d];
-  for_box(b, [&](const std::int64_t* g, std::int64_t) {
+  for_box(Box{view_.origin, view_.extent}, [&](const std::int64_t* g, std::int64_t) {
     if (!inside(g, shape_)) return;
     std::int64_t off = 0;
     for (std::size_t d = 0; d < shape_.size(); ++d) off += g[d] * stride[d];
-    set(g, t.values[static_cast<std::size_t>(off)]);
+    fn(g, static_cast<std::size_t>(off));
   });
 }
 
+void Buffer::load_from(const DataTensor& t) {
+  for_held([&](const std::int64_t* g, std::size_t off) { set(g, t.values[off]); });
+}
+
 void Buffer::store_to(DataTensor& t) const {
-  Box b{view_.origin, view_.extent};
-  std::vector<std::int64_t> stride(shape_.size(), 1);
-  for (std::size_t d = shape_.size(); d-- > 1;) stride[d - 1] = stride[d] * shape_[d];
-  for_box(b, [&](const std::int64_t* g, std::int64_t) {
-    if (!inside(g, shape_)) return;
-    std::int64_t off = 0;
-    for (std::size_t d = 0; d < shape_.size(); ++d) off += g[d] * stride[d];
-    t.values[static_cast<std::size_t>(off)] = get(g);
-  });
+  for_held([&](const std::int64_t* g, std::size_t off) { t.values[off] = get(g); });
   t.written = true;
 }
 

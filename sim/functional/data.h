@@ -73,6 +73,11 @@ class Buffer {
   const std::vector<std::int64_t>& shape() const { return shape_; }
 
  private:
+  // Visits the elements of the view's region inside the tensor: (global coordinate, row-major
+  // offset in the tensor).
+  template <class F>
+  void for_held(F&& fn) const;
+
   View view_;
   std::vector<std::int64_t> shape_;  // of the global tensor
   std::vector<std::int64_t> stride_;

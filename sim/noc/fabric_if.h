@@ -5,9 +5,8 @@
 #include <systemc>
 #include <vector>
 
-#include "sim/functional/data.h"
-
 #include "sim/common/types.h"
+#include "sim/functional/data.h"
 #include "sim/noc/resource.h"
 
 namespace tessera::sim {

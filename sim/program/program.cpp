@@ -11,6 +11,13 @@
 
 namespace tessera::sim {
 
+std::string item_location(const Program& prog, const CoreProgram& core, const Item& item) {
+  std::string s = core.where[item.where];
+  if (item.tag != kNoTag)
+    s += fmt::format(" (operator '{}', {} phase)", prog.tags[item.tag].op, prog.tags[item.tag].phase);
+  return s;
+}
+
 std::uint64_t Program::total_work_items() const {
   std::uint64_t n = 0;
   for (const auto& c : cores) n += c.work_items;
@@ -30,9 +37,11 @@ class CoreReader {
  public:
   CoreReader(const Config& cfg, Program& prog, Tally& tally, const std::string& what,
              const std::unordered_map<std::string, std::uint32_t>& group_index,
-             const std::unordered_map<std::string, std::uint32_t>& tensor_index, CoreProgram& out)
+             const std::unordered_map<std::string, std::uint32_t>& tensor_index, CoreProgram& out,
+             bool functional)
       : cfg_(cfg), prog_(prog), tally_(tally), what_(what), groups_(group_index),
-        tensors_(tensor_index), out_(out), pad_(out.core, cfg.chip.core.sram_bytes) {}
+        tensors_(tensor_index), out_(out), pad_(out.core, cfg.chip.core.sram_bytes),
+        functional_(functional) {}
 
   void read_items(const Json& items, const std::string& path, std::uint64_t multiplicity) {
     if (!items.is_array())
@@ -119,6 +128,13 @@ class CoreReader {
   void require_view(const JsonReader& r, const std::string& key, std::uint32_t s) const {
     if (out_.views[s].tensor.empty())
       r.fail(key, "functional mode needs this buffer to have a view (compile with --functional)");
+  }
+
+  // Functional mode: the slot of the buffer the last emitted item reads or writes values of.
+  std::uint32_t value_buffer(const JsonReader& r, const std::string& key, const std::string& buf) const {
+    const std::uint32_t s = slot(r, key, buf);
+    require_view(r, key, s);
+    return s;
   }
 
   std::uint32_t peer(const JsonReader& r) const {
@@ -213,12 +229,8 @@ class CoreReader {
         for (const auto& in : inputs) require_buffer(in, n * s, where, "input");
       require_buffer(output, n * s, where, "output");
       cycles = elementwise_cycles(core, *op, n);
-    } else if (kind == "reduce_sum" || kind == "reduce_max" || kind == "softmax" ||
-               kind == "layernorm") {
-      ck = kind == "reduce_sum"   ? ComputeKind::ReduceSum
-           : kind == "reduce_max" ? ComputeKind::ReduceMax
-           : kind == "softmax"    ? ComputeKind::Softmax
-                                  : ComputeKind::Layernorm;
+    } else if (auto row_kind = parse_compute_kind(kind)) {  // matmul and vector ops are above
+      ck = *row_kind;
       std::uint64_t rows = positive("rows"), cols = positive("cols");
       bool reduce = ck == ComputeKind::ReduceSum || ck == ComputeKind::ReduceMax;
       if (ck == ComputeKind::Layernorm) want_inputs(1, 3); else want_inputs(1, 1);
@@ -254,9 +266,8 @@ class CoreReader {
         FunctionalItem& f = fn_item();
         f.expr = static_cast<int>(x);
         f.ranges = std::move(ranges);
-        for (const auto& in : inputs) { f.inputs.push_back(slot(r, "inputs", in)); require_view(r, "inputs", f.inputs.back()); }
-        f.buffer = slot(r, "output", output);
-        require_view(r, "output", f.buffer);
+        for (const auto& in : inputs) f.inputs.push_back(value_buffer(r, "inputs", in));
+        f.buffer = value_buffer(r, "output", output);
       }
     }
     // A compute item without "eval" moves no values (the copy out of the shift buffer: the recv
@@ -307,8 +318,7 @@ class CoreReader {
       pad_.size_of(buf, what_ + ": " + where);
       if (functional_) {
         emit(Op::Init, 0, 0, where, mult);
-        fn_item().buffer = slot(r, "buffer", buf);
-        require_view(r, "buffer", fn_item().buffer);
+        fn_item().buffer = value_buffer(r, "buffer", buf);
       }
     } else if (op == "compute") {
       read_compute(r, where, mult);
@@ -332,10 +342,7 @@ class CoreReader {
       } else if (op == "send" && functional_) {
         r.fail("box", "functional mode needs every send to name the box of values it carries");
       }
-      if (functional_) {
-        fn_item().buffer = slot(r, "buffer", r.string("buffer"));
-        require_view(r, "buffer", fn_item().buffer);
-      }
+      if (functional_) fn_item().buffer = value_buffer(r, "buffer", r.string("buffer"));
     } else if (op == "sync") {
       std::string g = r.string("group", "all");
       auto it = groups_.find(g);
@@ -352,10 +359,7 @@ class CoreReader {
         r.fail("bytes", fmt::format("{} bytes exceed off-chip tensor '{}' of {} bytes", bytes,
                                     prog_.tensors[t].name, prog_.tensors[t].bytes));
       emit(op == "load" ? Op::Load : Op::Store, t, bytes, where, mult);
-      if (functional_) {
-        fn_item().buffer = slot(r, "buffer", r.string("buffer"));
-        require_view(r, "buffer", fn_item().buffer);
-      }
+      if (functional_) fn_item().buffer = value_buffer(r, "buffer", r.string("buffer"));
     } else if (op == "repeat") {
       std::uint64_t count = r.u64("count");
       if (count == 0 || count > 0xffffffffu) r.fail("count", "expected 1..4294967295");
@@ -386,12 +390,9 @@ class CoreReader {
   const std::unordered_map<std::string, std::uint32_t>& tensors_;
   CoreProgram& out_;
   Scratchpad pad_;
-  bool functional_ = false;
+  const bool functional_;
   std::uint32_t tag_ = kNoTag;
   std::unordered_map<std::string, std::uint32_t> slots_;
-
- public:
-  void set_functional(bool f) { functional_ = f; }
 };
 
 void read_groups(const JsonReader& r, const Config& cfg, Program& prog,
@@ -477,7 +478,6 @@ void check_tally(const Tally& t, const Program& prog, const std::string& what) {
     }
   }
 }
-
 
 void read_functional_tables(const JsonReader& r, Program& prog) {
   if (r.has("tags")) {
@@ -566,8 +566,7 @@ Program parse_program(const Json& json, const std::string& what, const Config& c
     JsonReader c(cores[i], what, path, 'p');
     CoreProgram& cp = prog.cores[i];
     cp.core = static_cast<std::uint32_t>(c.u64("core"));
-    CoreReader reader(cfg, prog, tally, what, group_index, tensor_index, cp);
-    reader.set_functional(options.functional);
+    CoreReader reader(cfg, prog, tally, what, group_index, tensor_index, cp, options.functional);
     reader.read_items(c.value("items"), path + ".items", 1);
     reader.finish();
     c.reject_unknown_keys();

@@ -82,6 +82,10 @@ struct Program {
 };
 
 // Parses and validates; `what` names the source in errors (a file name).
+// Where an item comes from, for messages: its place in the program and, when it carries a tag,
+// the operator and phase it belongs to.
+std::string item_location(const Program& prog, const CoreProgram& core, const Item& item);
+
 struct ProgramOptions {
   bool functional = false;  // keep the values-carrying details (the program must have them)
 };

@@ -52,7 +52,7 @@ void System::check_finished() const {
     if (c->done()) continue;
     if (++count > 16) continue;  // enough to see the cycle; the count says how many in all
     const Item& it = c->current();
-    const std::string& where = c->program().where[it.where];
+    const std::string where = item_location(prog_, c->program(), it);
     std::string what;
     if (it.op == Op::Recv)
       what = fmt::format("waits in recv from core {} ({} unreceived message(s) from others)", it.arg,
@@ -120,7 +120,7 @@ Json System::results() const {
   for (std::uint32_t c = 0; c < cfg_.system.chips; ++c)
     off.push_back({{"chip", c}, {"bytes_read", memory_.bytes_read(c)}, {"bytes_written", memory_.bytes_written(c)}});
   r["offchip"] = std::move(off);
-  if (!prog_.tags.empty()) r["operators"] = operators(total);
+  if (!prog_.tags.empty()) r["operators"] = operators();
   if (fx_) r["outputs"] = outputs();
   return r;
 }
@@ -128,41 +128,39 @@ Json System::results() const {
 // Per operator (in first-appearance order of its tags): wall-clock span from its first item's
 // start to its last item's end, and per phase the busy cycles by activity averaged over the
 // cores of the program.
-Json System::operators(Cycles total) const {
-  (void)total;
+Json System::operators() const {
   const double ncores = static_cast<double>(std::max<std::size_t>(1, prog_.cores.size()));
+  struct Row {
+    Cycles start = ~Cycles{0}, end = 0;
+    double compute = 0, exchange = 0, sync = 0, setup = 0, memory = 0;
+  };
   std::vector<std::string> order;
-  std::map<std::string, Json> by_op;
+  std::map<std::string, Row> rows;
   for (std::size_t t = 0; t < prog_.tags.size(); ++t) {
     const Tag& tag = prog_.tags[t];
-    if (!by_op.count(tag.op)) {
-      order.push_back(tag.op);
-      by_op[tag.op] = Json{{"name", tag.op}, {"start_cycle", ~Cycles{0}}, {"end_cycle", Cycles{0}},
-                           {"compute_cycles", 0.0}, {"exchange_cycles", 0.0}, {"sync_cycles", 0.0},
-                           {"setup_cycles", 0.0}, {"memory_cycles", 0.0}};
-    }
-    Json& j = by_op[tag.op];
-    if (tags_.last[t] == 0 && tags_.first[t] == ~Cycles{0}) continue;
-    j["start_cycle"] = std::min(j["start_cycle"].get<Cycles>(), tags_.first[t]);
-    j["end_cycle"] = std::max(j["end_cycle"].get<Cycles>(), tags_.last[t]);
-    const auto& b = tags_.busy[t];
-    auto avg = [&](Activity a) { return static_cast<double>(b[static_cast<int>(a)]) / ncores; };
+    if (!rows.count(tag.op)) order.push_back(tag.op);
+    Row& row = rows[tag.op];
+    if (tags_.last[t] == 0 && tags_.first[t] == ~Cycles{0}) continue;  // no item ran with it
+    row.start = std::min(row.start, tags_.first[t]);
+    row.end = std::max(row.end, tags_.last[t]);
+    auto avg = [&](Activity a) { return static_cast<double>(tags_.busy[t][static_cast<int>(a)]) / ncores; };
     const double exch = avg(Activity::Send) + avg(Activity::Recv);
     if (tag.phase == "setup") {
-      j["setup_cycles"] = j["setup_cycles"].get<double>() + exch + avg(Activity::Sync) + avg(Activity::Compute);
+      row.setup += exch + avg(Activity::Sync) + avg(Activity::Compute);
     } else {
-      j["compute_cycles"] = j["compute_cycles"].get<double>() + avg(Activity::Compute);
-      j["exchange_cycles"] = j["exchange_cycles"].get<double>() + exch;
-      j["sync_cycles"] = j["sync_cycles"].get<double>() + avg(Activity::Sync);
+      row.compute += avg(Activity::Compute);
+      row.exchange += exch;
+      row.sync += avg(Activity::Sync);
     }
-    j["memory_cycles"] = j["memory_cycles"].get<double>() + avg(Activity::Memory);
+    row.memory += avg(Activity::Memory);
   }
   Json out = Json::array();
   for (const auto& n : order) {
-    Json j = by_op[n];
-    if (j["start_cycle"].get<Cycles>() == ~Cycles{0}) j["start_cycle"] = 0;
-    j["cycles"] = j["end_cycle"].get<Cycles>() - j["start_cycle"].get<Cycles>();
-    out.push_back(std::move(j));
+    const Row& r = rows[n];
+    const Cycles start = r.start == ~Cycles{0} ? 0 : r.start;
+    out.push_back({{"name", n}, {"start_cycle", start}, {"end_cycle", r.end}, {"cycles", r.end - start},
+                   {"compute_cycles", r.compute}, {"exchange_cycles", r.exchange}, {"sync_cycles", r.sync},
+                   {"setup_cycles", r.setup}, {"memory_cycles", r.memory}});
   }
   return out;
 }

@@ -25,7 +25,7 @@ class System : public sc_core::sc_module {
 
  private:
   void check_finished() const;
-  Json operators(Cycles total) const;
+  Json operators() const;
   Json outputs() const;
 
   const Config& cfg_;

@@ -34,13 +34,7 @@ Outcome compile_and_check(const ir::Workload& w, const sim::Config& cfg, const s
   Outcome out;
   out.results = sim::simulate(cfg, sim::parse_program(c.program.json(), w.name, cfg, po)).results;
   for (const auto& op : c.schedule.ops) out.rotated = out.rotated || !op.active.loop.empty();
-  for (const auto& [name, ref] : lower::reference_outputs(w)) {
-    REQUIRE(out.results["outputs"].contains(name));
-    auto got = out.results["outputs"][name]["values"].get<std::vector<float>>();
-    REQUIRE(got.size() == ref.size());
-    for (std::size_t i = 0; i < ref.size(); ++i)
-      out.max_error = std::max(out.max_error, double(std::abs(got[i] - ref[i])) / (1.0 + std::abs(ref[i])));
-  }
+  out.max_error = compiler::functional_max_error(w, out.results);
   return out;
 }
 
