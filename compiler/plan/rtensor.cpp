@@ -223,8 +223,8 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
     // model charges the bytes, not the number of source boxes).
     for (std::size_t i = 0; i + 1 < p.parts.size(); ++i)
       if (w.tensor(p.parts[i].tensor).role != ir::TensorRole::Weight)
-        p.cost.input_cycles += transfer_cycles(*target.config, p.parts[i].bytes_per_core);
-    p.cost.total_cycles += p.cost.input_cycles;
+        p.cost.terms.input_cycles += transfer_cycles(*target.config, p.parts[i].bytes_per_core);
+    price(p.cost, target.model_for(op));
   }
   return p;
 }
@@ -287,8 +287,10 @@ double transfer_cycles(const sim::Config& cfg, Bytes bytes) {
 Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
   const sim::Config& cfg = *t.config;
   Cost c;
+  cost::Terms& x = c.terms;
   const StepCompute sc = step_compute(p, op, cfg);
-  c.compute_cycles = static_cast<double>(sc.cycles) * static_cast<double>(p.steps);  // rounds, for VGM
+  x.compute_cycles = static_cast<double>(sc.cycles) * static_cast<double>(p.steps);  // rounds, for VGM
+  x.steps = static_cast<double>(p.steps);
   std::int64_t events = 1;
   for (std::size_t i = 0; i < p.loop.size(); ++i) {
     const int a = p.loop[i];
@@ -299,7 +301,7 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
       const auto pieces = static_cast<std::int64_t>(ceil_div(part.shift_bytes, t.shift_buffer_bytes));
       const double per_piece = transfer_cycles(cfg, piece) +
           static_cast<double>(sim::elementwise_cycles(cfg.chip.core, sim::VecOp::Copy, piece / 2));
-      c.shift_cycles += static_cast<double>(events * pieces) * per_piece;
+      x.shift_cycles += static_cast<double>(events * pieces) * per_piece;
       c.syncs += events * pieces;
       if (i + 1 == p.loop.size()) c.shift_bytes_per_step += part.shift_bytes;
     }
@@ -307,11 +309,22 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
   // A plan spread over several chips syncs across them (docs/config.md: system.sync_latency_cycles).
   const Cycles sync = p.cores > static_cast<std::int64_t>(cfg.chip.cores) ? cfg.system.sync_latency_cycles
                                                                          : cfg.chip.sync.latency_cycles;
-  c.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(sync);
-  c.total_cycles = c.compute_cycles + c.shift_cycles + c.sync_cycles;
+  x.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(sync);
+  price(c, t.model_for(op));
   // The shift buffer is reserved once per core for the whole program, not per plan.
   for (const auto& part : p.parts) c.memory_bytes += part.bytes_per_core;
   return c;
+}
+
+void price(Cost& c, const cost::ClassModel& m) {
+  cost::Terms x = c.terms;
+  x.setup_cycles = 0;
+  const cost::Breakdown b = m.predict(x);
+  c.compute_cycles = b.compute;
+  c.shift_cycles = b.shift;
+  c.sync_cycles = b.sync;
+  c.input_cycles = b.input;
+  c.total_cycles = b.total();
 }
 
 namespace {
@@ -426,10 +439,10 @@ Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, i
     q.parts[i].bytes_per_core = bytes;
   }
   if (t.config) {
-    const double input = q.cost.input_cycles;
+    const double input = q.cost.terms.input_cycles;
     q.cost = estimate(q, op, t);
-    q.cost.input_cycles = input + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
-    q.cost.total_cycles += q.cost.input_cycles;
+    q.cost.terms.input_cycles = input + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
+    price(q.cost, t.model_for(op));
   }
   return q;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/cost/model.h"
 #include "compiler/ir/graph.h"
 #include "sim/config/config.h"
 
@@ -30,7 +31,9 @@ struct Part {  // the rTensor of one operand: inputs in expression order, then t
   Bytes shift_bytes = 0;                 // bytes one core sends per rotation
 };
 
+// Priced by the cost model (analytical, or calibrated: compiler/cost) from the analytical terms.
 struct Cost {
+  cost::Terms terms;             // analytical terms (input: the default gather; setup: none)
   double compute_cycles = 0, shift_cycles = 0, sync_cycles = 0;
   double input_cycles = 0;       // gathering activations into this plan's layout (re-layout)
   double total_cycles = 0;
@@ -71,6 +74,10 @@ struct Target {
   Bytes shift_buffer_bytes = 8192;    // T10's bounded shift buffer
   double min_parallelism = 0.5;       // fraction of cores a plan must use (relaxed if none can)
   double min_padding_ratio = 0.9;     // |X| / |X padded| for every operand (relaxed if none can)
+  const cost::Model* model = nullptr; // prices the analytical terms; null: analytical weights
+  const cost::ClassModel& model_for(const ir::Operator& op) const {
+    return model ? model->for_op(op) : cost::analytical();
+  }
 };
 
 // Builds the plan for given factors; nullopt with `why` set when they break a rule (divisibility
@@ -80,8 +87,11 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
                               const std::vector<Rotation>& rotations, const Target& target,
                               std::string* why = nullptr);
 
-// Analytical cost (cycles, bytes) from the simulator's compute model and the config's links.
+// Analytical terms (cycles, bytes) from the simulator's compute model and the config's links,
+// priced by the target's cost model. The input term is left to the caller.
 Cost estimate(const Plan& p, const ir::Operator& op, const Target& target);
+// Sets the priced cycles of `c` from its terms (input included, setup left out: the schedule adds it).
+void price(Cost& c, const cost::ClassModel& m);
 
 // Every plan passing the filters (relaxed step by step until some plan passes).
 std::vector<Plan> enumerate_plans(const ir::Operator& op, const ir::Workload& w, const Target& t,

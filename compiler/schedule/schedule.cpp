@@ -50,15 +50,43 @@ bool has_weights(const ir::Operator& op, const ir::Workload& w) {
   return false;
 }
 
-// Predicted cycles to lay the weights out from the idle plan's layout into the active one.
-double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
-                    const sim::Config& cfg) {
+// Analytical cycles to lay the weights out from the idle plan's layout into the active one.
+double setup_terms(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
+                   const sim::Config& cfg) {
   if (idle.same_as(act)) return 0;
   double c = 0;
   for (const auto& part : act.parts)
     if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
       c += plan::transfer_cycles(cfg, part.bytes_per_core);
   return c;
+}
+
+// The same, priced by the operator's cost model.
+double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
+                    const sim::Config& cfg, const cost::ClassModel& m) {
+  cost::Terms t;
+  t.setup_cycles = setup_terms(idle, act, w, cfg);
+  return m.predict(t).setup;
+}
+
+double input_price(double analytical_cycles, const cost::ClassModel& m) {
+  cost::Terms t;
+  t.input_cycles = analytical_cycles;
+  return m.predict(t).input;
+}
+
+// Final figures of an operator: the input term from its producers' chosen layouts, priced.
+OpSchedule finish_op(const plan::Plan& act, const plan::Plan& idle, double relayout, const ir::Workload& w,
+                     const sim::Config& cfg, const cost::ClassModel& m) {
+  OpSchedule os;
+  os.active = act;
+  os.idle = idle;
+  os.active.cost.terms.input_cycles = relayout;
+  plan::price(os.active.cost, m);
+  os.terms = os.active.cost.terms;
+  os.terms.setup_cycles = setup_terms(idle, act, w, cfg);
+  os.setup_cycles = m.predict(os.terms).setup;
+  return os;
 }
 
 // Predicted cycles to gather a plan's activation inputs from where their producers left them.
@@ -214,6 +242,8 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   const Bytes sram = cfg.chip.core.sram_bytes - reserved;
   const Bytes live = live_activation_bytes(w, o.target.cores);
   const std::size_t n = ops.size();
+  std::vector<const cost::ClassModel*> model(n);
+  for (std::size_t i = 0; i < n; ++i) model[i] = &o.target.model_for(ops[i]);
   // Line 3: every operator's weights start in their most memory-efficient plan.
   std::vector<std::size_t> idle(n, 0), act(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
@@ -267,7 +297,8 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         if (p.weights_striped) continue;
         const Bytes need = p.cost.memory_bytes - (q == idle[i] ? weight_bytes(p, w) : 0);
         if (need > m_act) continue;
-        const double t = p.cost.total_cycles - p.cost.input_cycles + relayout_cycles(p, i, act, fronts, w, cfg, o.target.cores);
+        const double t = p.cost.total_cycles - p.cost.input_cycles +
+                         input_price(relayout_cycles(p, i, act, fronts, w, cfg, o.target.cores), *model[i]);
         if (t < best_t) { best_t = t; act[i] = q; found = true; }
       }
       if (!found) {
@@ -279,7 +310,7 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         }
         break;
       }
-      total += best_t + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg);
+      total += best_t + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, *model[i]);
     }
     if (!feasible) break;
     s.history.push_back({idle_bytes, total});
@@ -290,13 +321,13 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     Bytes bdelta = 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (!has_weights(ops[i], w)) continue;
-      const double cur = setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg);
+      const double cur = setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, *model[i]);
       if (cur <= 0) continue;
       const Bytes cur_mem = weight_bytes(fronts[i][idle[i]], w);
       for (std::size_t q = 0; q < fronts[i].size(); ++q) {
         const Bytes mem = weight_bytes(fronts[i][q], w);
         if (mem < cur_mem || q == idle[i] || fronts[i][q].weights_striped) continue;
-        const double saved = cur - setup_cycles(fronts[i][q], fronts[i][act[i]], w, cfg);
+        const double saved = cur - setup_cycles(fronts[i][q], fronts[i][act[i]], w, cfg, *model[i]);
         // A layout no bigger than the current idle one that saves setup is free: take it first.
         const double ratio = saved / static_cast<double>(std::max<Bytes>(1, mem - cur_mem));
         if (saved > 0 && ratio > best_ratio) { best_ratio = ratio; bo = i; bq = q; bdelta = mem - cur_mem; }
@@ -331,17 +362,35 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   // The prediction of the final choice (layout following changed some active plans).
   s.predicted_cycles = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    OpSchedule os;
-    os.active = fronts[i][best.act[i]];
-    os.idle = fronts[i][best.idle[i]];
-    os.setup_cycles = setup_cycles(os.idle, os.active, w, cfg);
+    const plan::Plan& act = fronts[i][best.act[i]];
+    const double relayout = relayout_cycles(act, i, best.act, fronts, w, cfg, o.target.cores);
+    OpSchedule os = finish_op(act, fronts[i][best.idle[i]], relayout, w, cfg, *model[i]);
     os.pareto_size = fronts[i].size();
-    const double relayout = relayout_cycles(os.active, i, best.act, fronts, w, cfg, o.target.cores);
-    os.active.cost.total_cycles += relayout - os.active.cost.input_cycles;
-    os.active.cost.input_cycles = relayout;
     s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
     s.ops.push_back(std::move(os));
   }
+  return s;
+}
+
+Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,
+                        const std::vector<plan::Plan>& idle) {
+  const std::size_t n = w.ops().size();
+  if (active.size() != n || idle.size() != n)
+    throw Error(fmt::format("workload '{}': a fixed schedule needs an active and an idle plan for each of its {} operators", w.name, n));
+  Schedule s;
+  s.planner = "t10";
+  std::vector<std::vector<plan::Plan>> fronts;
+  for (const auto& p : active) fronts.push_back({p});
+  const std::vector<std::size_t> act(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double relayout = relayout_cycles(active[i], i, act, fronts, w, *o.target.config, o.target.cores);
+    OpSchedule os = finish_op(active[i], idle[i], relayout, w, *o.target.config, o.target.model_for(w.ops()[i]));
+    os.pareto_size = 1;
+    s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
+    s.idle_bytes_per_core += weight_bytes(idle[i], w);
+    s.ops.push_back(std::move(os));
+  }
+  s.history.push_back({s.idle_bytes_per_core, s.predicted_cycles});
   return s;
 }
 

@@ -18,6 +18,7 @@ struct OpSchedule {
   plan::Plan idle;          // layout of the operator's weights between uses (T10)
   double setup_cycles = 0;  // predicted idle -> active
   std::size_t pareto_size = 0;
+  cost::Terms terms;        // analytical terms in this context (the cost model's features)
 };
 
 struct Schedule {
@@ -37,6 +38,10 @@ struct Options {
 
 Schedule schedule_t10(const ir::Workload& w, const Options& o);
 Schedule schedule_vgm(const ir::Workload& w, const Options& o);
+// A T10 schedule with a given active and idle plan per operator, priced by the target's model
+// (calibration and validation run candidate plans this way; no memory reconciliation).
+Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,
+                        const std::vector<plan::Plan>& idle);
 
 // Per core bytes of activations that are live across operator boundaries (at the worst boundary),
 // spread evenly over the cores: what every plan must leave room for.

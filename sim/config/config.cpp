@@ -165,6 +165,22 @@ std::optional<VecOp> parse_vec_op(const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+// FNV-1a over the canonical text of every hardware field (object keys sorted; name and
+// description left out, so a renamed copy of a config keeps its calibration).
+std::string fingerprint(const Json& json) {
+  Json hw = json;
+  hw.erase("name");
+  hw.erase("description");
+  std::uint64_t h = 1469598103934665603ull;
+  for (const unsigned char ch : hw.dump()) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+}  // namespace
+
 Config parse_config(const Json& json, const std::string& what) {
   JsonReader r(json, what, "", 'c');
   Config c;
@@ -188,6 +204,7 @@ Config parse_config(const Json& json, const std::string& what) {
   chip.reject_unknown_keys();
   if (r.has("system")) c.system = parse_system(r.object("system"));
   r.reject_unknown_keys();
+  c.fingerprint = fingerprint(json);
   return c;
 }
 

@@ -96,6 +96,8 @@ struct ChipConfig {
 struct Config {
   std::string name;
   std::string description;
+  // Hash of every hardware field (not name or description): what a calibration was fitted on.
+  std::string fingerprint;
   double clock_ghz = 1.0;
   ChipConfig chip;
   SystemConfig system;

@@ -1,0 +1,224 @@
+#include "compiler/cost/model.h"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "sim/common/error.h"
+
+namespace tessera::cost {
+
+const std::array<const char*, kFeatures>& feature_names() {
+  static const std::array<const char*, kFeatures> names{"compute_cycles", "steps", "shift_cycles", "sync_cycles",
+                                                         "input_cycles", "setup_cycles", "constant"};
+  return names;
+}
+
+Vec features(const Terms& t) {
+  return {t.compute_cycles, t.steps, t.shift_cycles, t.sync_cycles, t.input_cycles, t.setup_cycles, 1.0};
+}
+
+Breakdown ClassModel::predict(const Terms& t) const {
+  Breakdown b;
+  b.compute = coef[0] * t.compute_cycles + coef[1] * t.steps;
+  b.shift = coef[2] * t.shift_cycles;
+  // The constant is the operator's closing barrier and skew: sync time.
+  b.sync = coef[3] * t.sync_cycles + coef[6];
+  b.input = coef[4] * t.input_cycles;
+  b.setup = coef[5] * t.setup_cycles;
+  return b;
+}
+
+const std::vector<std::string>& op_classes() {
+  static const std::vector<std::string> c{"matmul", "conv", "elementwise", "reduce", "softmax", "layernorm"};
+  return c;
+}
+
+std::string op_class(const ir::Operator& op) {
+  switch (op.expr.kind) {
+    case ir::ExprKind::Contraction:
+      for (const auto& in : op.expr.inputs)
+        for (const auto& ix : in.indices)
+          if (!ix.plain()) return "conv";
+      return "matmul";
+    case ir::ExprKind::Elementwise: return "elementwise";
+    case ir::ExprKind::Reduction: return "reduce";
+    case ir::ExprKind::Softmax: return "softmax";
+    case ir::ExprKind::Layernorm: return "layernorm";
+  }
+  return "elementwise";
+}
+
+const ClassModel& analytical() {
+  static const ClassModel m;
+  return m;
+}
+
+const ClassModel& Model::for_class(const std::string& cls) const {
+  auto it = classes.find(cls);
+  return it == classes.end() ? analytical() : it->second;
+}
+
+namespace {
+
+Json stats_json(const FitStats& s) {
+  return Json{{"samples", s.samples}, {"mape", s.mape}, {"r2", s.r2}, {"kendall_tau", s.kendall_tau},
+              {"tau_groups", s.tau_groups}};
+}
+
+FitStats read_stats(const JsonReader& r) {
+  FitStats s;
+  s.samples = r.u64("samples");
+  s.mape = r.value("mape").get<double>();
+  s.r2 = r.value("r2").get<double>();
+  s.kendall_tau = r.value("kendall_tau").get<double>();
+  s.tau_groups = r.u64("tau_groups");
+  r.reject_unknown_keys();
+  return s;
+}
+
+double number(const JsonReader& r, const std::string& key) {
+  const Json& v = r.value(key);
+  if (!v.is_number()) r.fail(key, "expected a number");
+  return v.get<double>();
+}
+
+}  // namespace
+
+Json Model::to_json() const {
+  Json cls = Json::object();
+  for (const auto& [name, m] : classes) {
+    Json coef = Json::object();
+    for (std::size_t f = 0; f < kFeatures; ++f) coef[feature_names()[f]] = m.coef[f];
+    cls[name] = Json{{"coefficients", coef}, {"fit", stats_json(m.fit)}, {"held_out", stats_json(m.held_out)}};
+  }
+  Json feats = Json::array();
+  for (const char* f : feature_names()) feats.push_back(f);
+  return Json{{"format", "tessera-calibration"}, {"version", 1},     {"config", config_name},
+              {"config_fingerprint", config_fingerprint},          {"seed", seed},
+              {"samples", samples},  {"features", feats},          {"classes", cls}};
+}
+
+void save_calibration(const std::string& path, const Model& m) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("{}: cannot write file", path));
+  out << m.to_json().dump(2) << "\n";
+  if (!out) throw Error(fmt::format("{}: write failed", path));
+}
+
+Model load_calibration(const std::string& path, const sim::Config& cfg, bool force) {
+  const Json j = read_json_file(path);
+  JsonReader r(j, path, "", 'c');
+  if (r.string("format") != "tessera-calibration") r.fail("format", "expected \"tessera-calibration\"");
+  if (r.u64("version") != 1) r.fail("version", "expected 1");
+  Model m;
+  m.config_name = r.string("config");
+  m.config_fingerprint = r.string("config_fingerprint");
+  m.seed = r.u64("seed");
+  m.samples = r.u64("samples");
+  const Json& feats = r.value("features");
+  std::vector<std::string> want(feature_names().begin(), feature_names().end());
+  if (!feats.is_array() || feats.get<std::vector<std::string>>() != want)
+    r.fail("features", fmt::format("expected [{}] (this tessera's features)", fmt::join(want, ", ")));
+  JsonReader cls = r.object("classes");
+  for (const auto& [name, body] : j.at("classes").items()) {
+    if (std::find(op_classes().begin(), op_classes().end(), name) == op_classes().end())
+      cls.fail(name, fmt::format("unknown operator class; expected one of {}", fmt::join(op_classes(), ", ")));
+    JsonReader c = cls.object(name);
+    ClassModel cm;
+    cm.calibrated = true;
+    JsonReader coef = c.object("coefficients");
+    for (std::size_t f = 0; f < kFeatures; ++f) {
+      cm.coef[f] = number(coef, feature_names()[f]);
+      if (cm.coef[f] < 0 || !std::isfinite(cm.coef[f])) coef.fail(feature_names()[f], "expected a finite weight >= 0");
+    }
+    coef.reject_unknown_keys();
+    cm.fit = read_stats(c.object("fit"));
+    cm.held_out = read_stats(c.object("held_out"));
+    c.reject_unknown_keys();
+    m.classes[name] = cm;
+  }
+  r.reject_unknown_keys();
+  if (!force && m.config_fingerprint != cfg.fingerprint)
+    throw Error(fmt::format("{}: fitted on config '{}' (fingerprint {}), but the config is '{}' (fingerprint {}); "
+                            "recalibrate with `tessera calibrate --config ...`, or force its use",
+                            path, m.config_name, m.config_fingerprint, cfg.name, cfg.fingerprint));
+  return m;
+}
+
+ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.empty()) throw Error("cost fit: expected as many samples as simulated times, at least one");
+  const auto n = static_cast<Eigen::Index>(x.size());
+  // Row i is sample i divided by its simulated time: the residuals are relative errors.
+  Eigen::MatrixXd a(n, static_cast<Eigen::Index>(kFeatures));
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto ui = static_cast<std::size_t>(i);
+    if (!(y[ui] > 0)) throw Error(fmt::format("cost fit: sample {} has simulated time {} (expected > 0)", ui, y[ui]));
+    const Vec f = features(x[ui]);
+    for (std::size_t c = 0; c < kFeatures; ++c) a(i, static_cast<Eigen::Index>(c)) = f[c] / y[ui];
+  }
+  std::vector<bool> active(kFeatures, false);
+  for (std::size_t c = 0; c < kFeatures; ++c) active[c] = a.col(static_cast<Eigen::Index>(c)).cwiseAbs().maxCoeff() > 0;
+  ClassModel m;
+  m.calibrated = true;
+  // Active set: solve on the active features, drop the most negative weight, repeat.
+  for (;;) {
+    std::vector<Eigen::Index> cols;
+    for (std::size_t c = 0; c < kFeatures; ++c)
+      if (active[c]) cols.push_back(static_cast<Eigen::Index>(c));
+    m.coef.fill(0);
+    if (cols.empty()) break;
+    Eigen::MatrixXd sub(n, static_cast<Eigen::Index>(cols.size()));
+    for (std::size_t k = 0; k < cols.size(); ++k) sub.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
+    const Eigen::VectorXd sol = sub.colPivHouseholderQr().solve(Eigen::VectorXd::Ones(n));
+    std::size_t worst = cols.size();
+    for (std::size_t k = 0; k < cols.size(); ++k) {
+      m.coef[static_cast<std::size_t>(cols[k])] = sol(static_cast<Eigen::Index>(k));
+      if (sol(static_cast<Eigen::Index>(k)) < 0 && (worst == cols.size() || sol(static_cast<Eigen::Index>(k)) < sol(static_cast<Eigen::Index>(worst))))
+        worst = k;
+    }
+    if (worst == cols.size()) break;
+    active[static_cast<std::size_t>(cols[worst])] = false;
+  }
+  m.fit = stats(m, x, y);
+  return m;
+}
+
+FitStats stats(const ClassModel& m, const std::vector<Terms>& x, const std::vector<double>& y) {
+  FitStats s;
+  s.samples = x.size();
+  if (x.empty()) return s;
+  double mean = 0;
+  for (double v : y) mean += v;
+  mean /= static_cast<double>(y.size());
+  double ape = 0, ss_res = 0, ss_tot = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double p = m.predict(x[i]).total();
+    ape += std::abs(p - y[i]) / y[i];
+    ss_res += (p - y[i]) * (p - y[i]);
+    ss_tot += (y[i] - mean) * (y[i] - mean);
+  }
+  s.mape = ape / static_cast<double>(x.size());
+  s.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
+  return s;
+}
+
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) throw Error("kendall tau: series of different lengths");
+  double conc = 0, disc = 0, ties_a = 0, ties_b = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = i + 1; j < a.size(); ++j) {
+      const double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0 && db == 0) continue;
+      if (da == 0) { ties_a += 1; continue; }
+      if (db == 0) { ties_b += 1; continue; }
+      (da * db > 0 ? conc : disc) += 1;
+    }
+  const double denom = std::sqrt((conc + disc + ties_a) * (conc + disc + ties_b));
+  return denom > 0 ? (conc - disc) / denom : 0.0;
+}
+
+}  // namespace tessera::cost
