@@ -20,7 +20,9 @@ void write_json(const std::string& path, const Json& j, int indent) {
   if (!out) throw Error(fmt::format("{}: write failed", path));
 }
 
-ir::Workload workload(const CompileArgs& a) {
+}  // namespace
+
+ir::Workload load_workload(const CompileArgs& a) {
   ir::ModelOptions mo;
   mo.batch = a.batch;
   mo.seq_len = a.seq;
@@ -28,16 +30,27 @@ ir::Workload workload(const CompileArgs& a) {
   return compiler::load_workload(a.workload, mo);
 }
 
-}  // namespace
+compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config& cfg) {
+  compiler::CompileOptions o = a.opt;
+  if (!a.calibration.empty()) o.model = cost::load_calibration(a.calibration, cfg, a.force_calibration);
+  return o;
+}
 
-void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
+void add_model_options(CLI::App* cmd, CompileArgs& a) {
   cmd->add_option("--config", a.config, "hardware config JSON (docs/config.md)")->required();
   cmd->add_option("--workload", a.workload, "built-in model name, workload JSON (docs/workload.md) or .onnx file")->required();
-  cmd->add_option("--planner", a.opt.planner, "t10 (compute-shift) or vgm (load-compute-store baseline)")
-      ->check(CLI::IsMember({"t10", "vgm"}))->capture_default_str();
   cmd->add_option("--batch", a.batch, "batch size of a built-in model")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--seq", a.seq, "sequence length of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--layers", a.layers, "layers of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--calibration", a.calibration,
+                  "cost-model calibration JSON (tessera calibrate; configs/calibrations/<config>.json); default: the analytical model");
+  cmd->add_flag("--force-calibration", a.force_calibration, "use the calibration even though it was fitted on another config");
+}
+
+void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
+  add_model_options(cmd, a);
+  cmd->add_option("--planner", a.opt.planner, "t10 (compute-shift) or vgm (load-compute-store baseline)")
+      ->check(CLI::IsMember({"t10", "vgm"}))->capture_default_str();
   cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "bounded per-core buffer that rotations go through")->capture_default_str();
   cmd->add_option("--min-parallelism", a.opt.min_parallelism, "fraction of cores a plan must use (relaxed when no plan can)")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
@@ -58,8 +71,8 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
 
 int compile_cmd(const CompileArgs& a) {
   const sim::Config cfg = sim::load_config(a.config);
-  const ir::Workload w = workload(a);
-  const compiler::Compiled c = compiler::compile(w, cfg, a.opt);
+  const ir::Workload w = load_workload(a);
+  const compiler::Compiled c = compiler::compile(w, cfg, compile_options(a, cfg));
   {
     std::ofstream out(a.out);
     if (!out) throw Error(fmt::format("{}: cannot write file", a.out));
@@ -74,8 +87,8 @@ int compile_cmd(const CompileArgs& a) {
 
 int run_cmd(const CompileArgs& a) {
   const sim::Config cfg = sim::load_config(a.config);
-  const ir::Workload w = workload(a);
-  compiler::Compiled c = compiler::compile(w, cfg, a.opt);
+  const ir::Workload w = load_workload(a);
+  compiler::Compiled c = compiler::compile(w, cfg, compile_options(a, cfg));
   sim::ProgramOptions po;
   po.functional = a.opt.functional;
   const sim::Program prog = a.opt.functional ? sim::parse_program(c.program.json(), w.name + " (compiled)", cfg, po)
@@ -87,6 +100,7 @@ int run_cmd(const CompileArgs& a) {
   sim::SimOutcome o = sim::simulate(cfg, prog, so);
   Json report = compiler::operator_report(w, c, o.results);
   o.results["planner"] = a.opt.planner;
+  o.results["cost_model"] = a.calibration.empty() ? std::string("analytical") : a.calibration;
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
   o.results["operator_table"] = report;
   o.results["idle_bytes_per_core"] = c.schedule.idle_bytes_per_core;

@@ -12,7 +12,16 @@ struct CompileArgs {
   compiler::CompileOptions opt;
   bool quiet = false;
   bool save_workload = false;
+  std::string calibration;         // cost model file (docs/cost.md); empty: analytical
+  bool force_calibration = false;  // use it even if fitted on another config
 };
+
+// The workload and the compile options the arguments name (the calibration loaded and checked
+// against `cfg`).
+ir::Workload load_workload(const CompileArgs& a);
+compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config& cfg);
+// --config, --workload, --batch ... and --calibration, shared by compile, run and validate-cost.
+void add_model_options(CLI::App* cmd, CompileArgs& a);
 
 void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run);
 int compile_cmd(const CompileArgs& a);

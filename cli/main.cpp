@@ -6,6 +6,7 @@
 
 #include "cli/bench.h"
 #include "cli/compile_cmd.h"
+#include "cli/cost_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
 #include "sim/results/results.h"
@@ -86,6 +87,13 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "compile a model and simulate it; print the per-operator table");
   tessera::cli::add_compile_options(run, runa, true);
 
+  tessera::cli::CalibrateArgs cala;
+  auto* calibrate = app.add_subcommand("calibrate", "fit the compiler's cost model to simulator runs of sampled operators and plans");
+  tessera::cli::add_calibrate_options(calibrate, cala);
+  tessera::cli::ValidateArgs vala;
+  auto* validate = app.add_subcommand("validate-cost", "compare the cost model's predictions with the simulator on a model: per operator class, ranking of plans, end to end");
+  tessera::cli::add_validate_options(validate, vala);
+
   auto* bench = app.add_subcommand("bench", "benchmarks that print speed figures");
   bench->require_subcommand(1);
   tessera::cli::BenchOptions bopt;
@@ -114,6 +122,8 @@ int main(int argc, char** argv) {
     }
     if (compile->parsed()) return tessera::cli::compile_cmd(comp);
     if (run->parsed()) return tessera::cli::run_cmd(runa);
+    if (calibrate->parsed()) return tessera::cli::calibrate_cmd(cala);
+    if (validate->parsed()) return tessera::cli::validate_cmd(vala);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);
       return 0;

@@ -4,6 +4,7 @@
 // the plan with what the simulator measured.
 #include <string>
 
+#include "compiler/cost/model.h"
 #include "compiler/ir/graph.h"
 #include "compiler/ir/models.h"
 #include "compiler/lower/lower.h"
@@ -20,6 +21,7 @@ struct CompileOptions {
   double min_padding_ratio = 0.9;
   Bytes reserve_bytes = 0;
   bool offchip_io = false;  // time loading model inputs and storing outputs (lower::Options)
+  cost::Model model;        // prices plans (t10); empty: the analytical model
 };
 
 struct Compiled {

@@ -12,13 +12,15 @@
 namespace tessera::cost {
 
 const std::array<const char*, kFeatures>& feature_names() {
-  static const std::array<const char*, kFeatures> names{"compute_cycles", "steps", "shift_cycles", "sync_cycles",
-                                                         "input_cycles", "setup_cycles", "constant"};
+  static const std::array<const char*, kFeatures> names{
+      "compute_cycles", "steps",        "shift_cycles",   "sync_cycles", "input_cycles",
+      "input_messages", "setup_cycles", "setup_messages", "constant"};
   return names;
 }
 
 Vec features(const Terms& t) {
-  return {t.compute_cycles, t.steps, t.shift_cycles, t.sync_cycles, t.input_cycles, t.setup_cycles, 1.0};
+  return {t.compute_cycles, t.steps,        t.shift_cycles,   t.sync_cycles, t.input_cycles,
+          t.input_messages, t.setup_cycles, t.setup_messages, 1.0};
 }
 
 Breakdown ClassModel::predict(const Terms& t) const {
@@ -26,9 +28,9 @@ Breakdown ClassModel::predict(const Terms& t) const {
   b.compute = coef[0] * t.compute_cycles + coef[1] * t.steps;
   b.shift = coef[2] * t.shift_cycles;
   // The constant is the operator's closing barrier and skew: sync time.
-  b.sync = coef[3] * t.sync_cycles + coef[6];
-  b.input = coef[4] * t.input_cycles;
-  b.setup = coef[5] * t.setup_cycles;
+  b.sync = coef[3] * t.sync_cycles + coef[8];
+  b.input = coef[4] * t.input_cycles + coef[5] * t.input_messages;
+  b.setup = coef[6] * t.setup_cycles + coef[7] * t.setup_messages;
   return b;
 }
 

@@ -24,10 +24,12 @@ struct Terms {
   double shift_cycles = 0;    // rotations: transfer through the shift buffer, copy out of it
   double sync_cycles = 0;     // one barrier per rotated piece, at the config's sync latency
   double input_cycles = 0;    // gathering activation inputs into the plan's layout
+  double input_messages = 0;  // source boxes each core gathers its inputs from
   double setup_cycles = 0;    // weights from their idle layout into the active one
+  double setup_messages = 0;  // source boxes each core gathers its weights from
 };
 
-constexpr std::size_t kFeatures = 7;  // the six terms and a constant
+constexpr std::size_t kFeatures = 9;  // the eight terms and a constant
 using Vec = std::array<double, kFeatures>;
 const std::array<const char*, kFeatures>& feature_names();
 Vec features(const Terms& t);
@@ -47,7 +49,7 @@ struct FitStats {
 };
 
 struct ClassModel {
-  Vec coef{1, 0, 1, 1, 1, 1, 0};  // analytical weights
+  Vec coef{1, 0, 1, 1, 1, 0, 1, 0, 0};  // analytical weights
   bool calibrated = false;
   FitStats fit, held_out;
   Breakdown predict(const Terms& t) const;

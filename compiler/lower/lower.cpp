@@ -143,14 +143,7 @@ class Geometry {
 }  // namespace
 
 std::vector<View> stripes(const ir::Tensor& t, std::size_t ncores) {
-  std::vector<std::int64_t> parts(t.shape.size(), 1);
-  auto left = static_cast<std::int64_t>(ncores);
-  const bool inner_first = t.role == ir::TensorRole::Weight;
-  for (std::size_t i = 0; i < t.shape.size() && left > 1; ++i) {
-    const std::size_t d = inner_first ? t.shape.size() - 1 - i : i;
-    parts[d] = std::min(t.shape[d], left);
-    left /= parts[d];
-  }
+  const std::vector<std::int64_t> parts = plan::stripe_parts(t, ncores);
   std::vector<View> v(ncores);
   std::int64_t total = 1;
   for (auto p : parts) total *= p;

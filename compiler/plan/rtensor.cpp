@@ -184,10 +184,14 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
         part.window_chunks = big_ft[a] / rot[i].ft;
         window *= static_cast<Bytes>(part.window_chunks * p.pace[a]);
         chunk *= static_cast<Bytes>(p.pace[a]);
+        part.window.push_back(part.window_chunks * p.pace[a]);
+        part.stride.push_back(part.window_chunks * p.pace[a]);
       } else {
         part.rp.push_back(ext);
         window *= static_cast<Bytes>(ext);
         chunk *= static_cast<Bytes>(ext);
+        part.window.push_back(ext);
+        part.stride.push_back(ix.terms.empty() ? ext : ix.terms[0].coeff * p.len[static_cast<std::size_t>(axis_index(ix.terms[0].axis))]);
       }
       if (ix.plain()) {
         orig *= static_cast<double>(shape[d]);
@@ -222,8 +226,10 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
     // Activations arrive in their producer's layout: each core gathers its window (the analytical
     // model charges the bytes, not the number of source boxes).
     for (std::size_t i = 0; i + 1 < p.parts.size(); ++i)
-      if (w.tensor(p.parts[i].tensor).role != ir::TensorRole::Weight)
+      if (const ir::Tensor& x = w.tensor(p.parts[i].tensor); x.role != ir::TensorRole::Weight) {
         p.cost.terms.input_cycles += transfer_cycles(*target.config, p.parts[i].bytes_per_core);
+        p.cost.terms.input_messages += gather_messages(p.parts[i], stripe_block(x, static_cast<std::size_t>(target.cores)), x.shape);
+      }
     price(p.cost, target.model_for(op));
   }
   return p;
@@ -270,6 +276,43 @@ StepCompute step_compute(const Plan& p, const ir::Operator& op, const sim::Confi
     s.cycles = sim::row_op_cycles(core, e.kind == ir::ExprKind::Softmax ? sim::ComputeKind::Softmax : sim::ComputeKind::Layernorm, static_cast<std::uint64_t>(s.rows), static_cast<std::uint64_t>(s.cols));
   }
   return s;
+}
+
+std::vector<std::int64_t> stripe_parts(const ir::Tensor& t, std::size_t cores) {
+  std::vector<std::int64_t> parts(t.shape.size(), 1);
+  auto left = static_cast<std::int64_t>(cores);
+  const bool inner_first = t.role == ir::TensorRole::Weight;
+  for (std::size_t i = 0; i < t.shape.size() && left > 1; ++i) {
+    const std::size_t d = inner_first ? t.shape.size() - 1 - i : i;
+    parts[d] = std::min(t.shape[d], left);
+    left /= parts[d];
+  }
+  return parts;
+}
+
+std::vector<std::int64_t> stripe_block(const ir::Tensor& t, std::size_t cores) {
+  const std::vector<std::int64_t> parts = stripe_parts(t, cores);
+  std::vector<std::int64_t> block;
+  for (std::size_t d = 0; d < t.shape.size(); ++d) block.push_back(cdiv(t.shape[d], parts[d]));
+  return block;
+}
+
+double gather_messages(const Part& dst, const std::vector<std::int64_t>& block, const std::vector<std::int64_t>& shape) {
+  double n = 1;
+  for (std::size_t d = 0; d < dst.window.size() && d < block.size(); ++d) {
+    // Average over the first few cores' windows along this dimension (clipped to the tensor).
+    double sum = 0;
+    int count = 0;
+    for (std::int64_t i = 0; i < 16; ++i) {
+      const std::int64_t lo = i * dst.stride[d];
+      const std::int64_t hi = std::min(shape[d], lo + dst.window[d]);
+      if (lo >= shape[d] || (i > 0 && dst.stride[d] == 0)) break;
+      sum += static_cast<double>((hi - 1) / block[d] - lo / block[d] + 1);
+      ++count;
+    }
+    n *= count ? sum / count : 1.0;
+  }
+  return n;
 }
 
 // The calibration replaces these coefficients with fitted ones.
@@ -439,9 +482,10 @@ Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, i
     q.parts[i].bytes_per_core = bytes;
   }
   if (t.config) {
-    const double input = q.cost.terms.input_cycles;
+    const cost::Terms before = q.cost.terms;
     q.cost = estimate(q, op, t);
-    q.cost.terms.input_cycles = input + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
+    q.cost.terms.input_cycles = before.input_cycles + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
+    q.cost.terms.input_messages = before.input_messages;
     price(q.cost, t.model_for(op));
   }
   return q;

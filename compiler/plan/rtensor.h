@@ -28,6 +28,8 @@ struct Part {  // the rTensor of one operand: inputs in expression order, then t
   std::int64_t window_chunks = 1;        // chunks of rp held per core along rot_dim
   std::vector<int> share_axes;           // axes (fop > 1) the tensor lacks: ring formation order
   Bytes bytes_per_core = 0;              // what one core holds
+  std::vector<std::int64_t> window, stride;  // per dimension: a core's box extent, and the
+                                             // distance between neighbouring cores' boxes
   Bytes shift_bytes = 0;                 // bytes one core sends per rotation
 };
 
@@ -109,6 +111,14 @@ struct StepCompute {
   Cycles cycles = 0;
 };
 StepCompute step_compute(const Plan& p, const ir::Operator& op, const sim::Config& cfg);
+
+// Block lengths per dimension of a tensor striped over `cores` cores (lower::stripes): activations
+// split outer dimensions first, weights inner ones first.
+std::vector<std::int64_t> stripe_parts(const ir::Tensor& t, std::size_t cores);  // cores per dimension
+std::vector<std::int64_t> stripe_block(const ir::Tensor& t, std::size_t cores);
+// Expected number of source boxes (a grid of `block` per dimension) that one core's window of
+// `dst` intersects: the messages a core receives to gather it.
+double gather_messages(const Part& dst, const std::vector<std::int64_t>& block, const std::vector<std::int64_t>& shape);
 
 // Cycles to move `bytes` between two cores as the analytical model sees the fabric.
 double transfer_cycles(const sim::Config& cfg, Bytes bytes);

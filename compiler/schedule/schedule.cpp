@@ -50,63 +50,70 @@ bool has_weights(const ir::Operator& op, const ir::Workload& w) {
   return false;
 }
 
-// Analytical cycles to lay the weights out from the idle plan's layout into the active one.
-double setup_terms(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
-                   const sim::Config& cfg) {
-  if (idle.same_as(act)) return 0;
-  double c = 0;
+// Analytical cost of gathering operands into a plan's layout (cost::Terms input or setup).
+struct Gather {
+  double cycles = 0, messages = 0;
+};
+
+// The grid of boxes a tensor is held in: a plan part's windows, or stripes over every core.
+std::vector<std::int64_t> home_block(const plan::Plan& p, const std::string& tensor, const ir::Workload& w,
+                                     std::int64_t cores) {
+  for (const auto& part : p.parts)
+    if (part.tensor == tensor && !(p.weights_striped && w.tensor(tensor).role == ir::TensorRole::Weight))
+      return part.window;
+  return plan::stripe_block(w.tensor(tensor), static_cast<std::size_t>(cores));
+}
+
+// Laying the weights out from the idle plan's layout into the active one.
+Gather setup_terms(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w, const sim::Config& cfg,
+                   std::int64_t cores) {
+  Gather g;
+  if (idle.same_as(act)) return g;
   for (const auto& part : act.parts)
-    if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
-      c += plan::transfer_cycles(cfg, part.bytes_per_core);
-  return c;
+    if (const ir::Tensor& x = w.tensor(part.tensor); x.role == ir::TensorRole::Weight) {
+      g.cycles += plan::transfer_cycles(cfg, part.bytes_per_core);
+      g.messages += plan::gather_messages(part, home_block(idle, x.name, w, cores), x.shape);
+    }
+  return g;
 }
 
 // The same, priced by the operator's cost model.
 double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
-                    const sim::Config& cfg, const cost::ClassModel& m) {
+                    const sim::Config& cfg, std::int64_t cores, const cost::ClassModel& m) {
+  const Gather g = setup_terms(idle, act, w, cfg, cores);
   cost::Terms t;
-  t.setup_cycles = setup_terms(idle, act, w, cfg);
+  t.setup_cycles = g.cycles;
+  t.setup_messages = g.messages;
   return m.predict(t).setup;
 }
 
-double input_price(double analytical_cycles, const cost::ClassModel& m) {
+double input_price(const Gather& g, const cost::ClassModel& m) {
   cost::Terms t;
-  t.input_cycles = analytical_cycles;
+  t.input_cycles = g.cycles;
+  t.input_messages = g.messages;
   return m.predict(t).input;
 }
 
-// Final figures of an operator: the input term from its producers' chosen layouts, priced.
-OpSchedule finish_op(const plan::Plan& act, const plan::Plan& idle, double relayout, const ir::Workload& w,
-                     const sim::Config& cfg, const cost::ClassModel& m) {
-  OpSchedule os;
-  os.active = act;
-  os.idle = idle;
-  os.active.cost.terms.input_cycles = relayout;
-  plan::price(os.active.cost, m);
-  os.terms = os.active.cost.terms;
-  os.terms.setup_cycles = setup_terms(idle, act, w, cfg);
-  os.setup_cycles = m.predict(os.terms).setup;
-  return os;
-}
-
-// Predicted cycles to gather a plan's activation inputs from where their producers left them.
-// Every copy of a replicated input crosses the fabric, and only the producer's cores can send it:
-// the receivers' ports or the senders' ports, whichever is busier, set the time.
-double relayout_cycles(const plan::Plan& p, std::size_t i, const std::vector<std::size_t>& act,
-                       const std::vector<std::vector<plan::Plan>>& fronts, const ir::Workload& w,
-                       const sim::Config& cfg, std::int64_t cores) {
-  double t = 0;
+// Gathering a plan's activation inputs from where their producers left them. Every copy of a
+// replicated input crosses the fabric, and only the producer's cores can send it: the receivers'
+// ports or the senders' ports, whichever is busier, set the time.
+Gather relayout_terms(const plan::Plan& p, std::size_t i, const std::vector<std::size_t>& act,
+                      const std::vector<std::vector<plan::Plan>>& fronts, const ir::Workload& w,
+                      const sim::Config& cfg, std::int64_t cores) {
+  Gather g;
   const auto& op = w.ops()[i];
   for (std::size_t k = 0; k < op.expr.inputs.size(); ++k) {
     const ir::Tensor& x = w.tensor(op.expr.inputs[k].tensor);
     if (x.role == ir::TensorRole::Weight) continue;
     const int prod = w.producer(x.name);
     std::int64_t senders = cores;
+    std::vector<std::int64_t> block = plan::stripe_block(x, static_cast<std::size_t>(cores));
     if (prod >= 0 && static_cast<std::size_t>(prod) < i) {
       const plan::Plan& pp = fronts[static_cast<std::size_t>(prod)][act[static_cast<std::size_t>(prod)]];
       senders = pp.cores;
       // Same layout as the producer's output: nothing moves.
       if (pp.parts.back().fs == p.parts[k].fs && p.parts[k].rings == 1 && p.parts[k].rot_dim < 0) continue;
+      block = pp.parts.back().window;
     }
     // Only the producer cores holding what this operator reads can send it (a constant index,
     // like a class token, reads one slice: few senders, many receivers).
@@ -117,9 +124,27 @@ double relayout_cycles(const plan::Plan& p, std::size_t i, const std::vector<std
     const double holders = std::max(1.0, static_cast<double>(senders) * read);
     const double total = static_cast<double>(p.parts[k].rings) * static_cast<double>(x.bytes()) * read;
     const Bytes per_sender = static_cast<Bytes>(total / holders);
-    t += std::max(plan::transfer_cycles(cfg, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg, per_sender));
+    g.cycles += std::max(plan::transfer_cycles(cfg, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg, per_sender));
+    g.messages += plan::gather_messages(p.parts[k], block, x.shape);
   }
-  return t;
+  return g;
+}
+
+// Final figures of an operator: the input term from its producers' chosen layouts, priced.
+OpSchedule finish_op(const plan::Plan& act, const plan::Plan& idle, const Gather& input, const ir::Workload& w,
+                     const sim::Config& cfg, std::int64_t cores, const cost::ClassModel& m) {
+  OpSchedule os;
+  os.active = act;
+  os.idle = idle;
+  os.active.cost.terms.input_cycles = input.cycles;
+  os.active.cost.terms.input_messages = input.messages;
+  plan::price(os.active.cost, m);
+  os.terms = os.active.cost.terms;
+  const Gather setup = setup_terms(idle, act, w, cfg, cores);
+  os.terms.setup_cycles = setup.cycles;
+  os.terms.setup_messages = setup.messages;
+  os.setup_cycles = m.predict(os.terms).setup;
+  return os;
 }
 
 // Load-compute-store: every operand crosses the fabric once per use.
@@ -298,7 +323,7 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         const Bytes need = p.cost.memory_bytes - (q == idle[i] ? weight_bytes(p, w) : 0);
         if (need > m_act) continue;
         const double t = p.cost.total_cycles - p.cost.input_cycles +
-                         input_price(relayout_cycles(p, i, act, fronts, w, cfg, o.target.cores), *model[i]);
+                         input_price(relayout_terms(p, i, act, fronts, w, cfg, o.target.cores), *model[i]);
         if (t < best_t) { best_t = t; act[i] = q; found = true; }
       }
       if (!found) {
@@ -310,7 +335,7 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         }
         break;
       }
-      total += best_t + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, *model[i]);
+      total += best_t + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, o.target.cores, *model[i]);
     }
     if (!feasible) break;
     s.history.push_back({idle_bytes, total});
@@ -321,13 +346,13 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     Bytes bdelta = 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (!has_weights(ops[i], w)) continue;
-      const double cur = setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, *model[i]);
+      const double cur = setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, o.target.cores, *model[i]);
       if (cur <= 0) continue;
       const Bytes cur_mem = weight_bytes(fronts[i][idle[i]], w);
       for (std::size_t q = 0; q < fronts[i].size(); ++q) {
         const Bytes mem = weight_bytes(fronts[i][q], w);
         if (mem < cur_mem || q == idle[i] || fronts[i][q].weights_striped) continue;
-        const double saved = cur - setup_cycles(fronts[i][q], fronts[i][act[i]], w, cfg, *model[i]);
+        const double saved = cur - setup_cycles(fronts[i][q], fronts[i][act[i]], w, cfg, o.target.cores, *model[i]);
         // A layout no bigger than the current idle one that saves setup is free: take it first.
         const double ratio = saved / static_cast<double>(std::max<Bytes>(1, mem - cur_mem));
         if (saved > 0 && ratio > best_ratio) { best_ratio = ratio; bo = i; bq = q; bdelta = mem - cur_mem; }
@@ -363,8 +388,8 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   s.predicted_cycles = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const plan::Plan& act = fronts[i][best.act[i]];
-    const double relayout = relayout_cycles(act, i, best.act, fronts, w, cfg, o.target.cores);
-    OpSchedule os = finish_op(act, fronts[i][best.idle[i]], relayout, w, cfg, *model[i]);
+    const Gather input = relayout_terms(act, i, best.act, fronts, w, cfg, o.target.cores);
+    OpSchedule os = finish_op(act, fronts[i][best.idle[i]], input, w, cfg, o.target.cores, *model[i]);
     os.pareto_size = fronts[i].size();
     s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
     s.ops.push_back(std::move(os));
@@ -383,8 +408,8 @@ Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vect
   for (const auto& p : active) fronts.push_back({p});
   const std::vector<std::size_t> act(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const double relayout = relayout_cycles(active[i], i, act, fronts, w, *o.target.config, o.target.cores);
-    OpSchedule os = finish_op(active[i], idle[i], relayout, w, *o.target.config, o.target.model_for(w.ops()[i]));
+    const Gather input = relayout_terms(active[i], i, act, fronts, w, *o.target.config, o.target.cores);
+    OpSchedule os = finish_op(active[i], idle[i], input, w, *o.target.config, o.target.cores, o.target.model_for(w.ops()[i]));
     os.pareto_size = 1;
     s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
     s.idle_bytes_per_core += weight_bytes(idle[i], w);

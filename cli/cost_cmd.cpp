@@ -1,0 +1,127 @@
+#include "cli/cost_cmd.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "sim/common/error.h"
+#include "sim/simulate.h"
+
+namespace tessera::cli {
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void write_samples_csv(const std::string& path, const std::vector<cost::Sample>& samples, const cost::Model& m) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("{}: cannot write file", path));
+  out << "class,shape,held_out,expr,plan";
+  for (const char* f : cost::feature_names()) out << "," << f;
+  out << ",analytical_cycles,calibrated_cycles,simulated_cycles\n";
+  for (const auto& s : samples) {
+    out << fmt::format("{},{},{},\"{}\",\"{}\"", s.cls, s.shape, s.held_out ? 1 : 0, s.expr, s.plan);
+    for (double f : cost::features(s.terms)) out << fmt::format(",{}", f);
+    out << fmt::format(",{},{},{}\n", s.analytical_cycles, m.for_class(s.cls).predict(s.terms).total(), s.simulated_cycles);
+  }
+  if (!out) throw Error(fmt::format("{}: write failed", path));
+}
+
+}  // namespace
+
+void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
+  cmd->add_option("--config", a.config, "hardware config JSON to calibrate for (docs/config.md)")->required();
+  cmd->add_option("--out", a.out, "write the calibration JSON here (docs/cost.md)")->required();
+  cmd->add_option("--ops", a.ops, fmt::format("operator classes to calibrate, comma-separated (default: all of {})",
+                                              fmt::join(cost::op_classes(), ",")));
+  cmd->add_option("--samples", a.opt.samples, "simulator runs in all, split evenly over the classes")->capture_default_str();
+  cmd->add_option("--plans-per-shape", a.opt.plans_per_shape, "candidate plans run per sampled shape")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed", a.opt.seed, "seed of the shape and plan sampling")->capture_default_str();
+  cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "the compiler's shift buffer (as in compile)")->capture_default_str();
+  cmd->add_option("--csv", a.csv, "also write every sample (features, simulated and predicted cycles) as CSV");
+}
+
+int calibrate_cmd(const CalibrateArgs& a) {
+  const sim::Config cfg = sim::load_config(a.config);
+  cost::CalibrateOptions o = a.opt;
+  if (!a.ops.empty()) o.classes = split(a.ops);
+  o.progress = [](const std::string& line) { fmt::print(stderr, "calibrate: {}\n", line); };
+  const double t0 = sim::process_cpu_seconds();
+  const cost::Calibration cal = cost::calibrate(cfg, o);
+  cost::save_calibration(a.out, cal.model);
+  if (!a.csv.empty()) write_samples_csv(a.csv, cal.samples, cal.model);
+  fmt::print("{:<12} {:>7} {:>9} {:>8} {:>10} {:>9} {:>7}   weights (", "class", "samples", "fit MAPE", "fit R2",
+             "held MAPE", "held R2", "tau");
+  for (std::size_t f = 0; f < cost::kFeatures; ++f) fmt::print("{}{}", f ? ", " : "", cost::feature_names()[f]);
+  fmt::print(")\n");
+  for (const auto& [cls, m] : cal.model.classes) {
+    fmt::print("{:<12} {:>7} {:>8.2f}% {:>8.4f} {:>9.2f}% {:>9.4f} {:>7.3f}   ", cls, m.fit.samples + m.held_out.samples,
+               100 * m.fit.mape, m.fit.r2, 100 * m.held_out.mape, m.held_out.r2, m.held_out.kendall_tau);
+    for (std::size_t f = 0; f < cost::kFeatures; ++f) fmt::print("{}{:.4g}", f ? " " : "", m.coef[f]);
+    fmt::print("\n");
+  }
+  fmt::print("{}: {} samples on {} (fingerprint {}), {:.1f} CPU-s (simulations run in child processes: add their time "
+             "from `time`); calibration written to {}\n",
+             cfg.name, cal.model.samples, a.config, cfg.fingerprint, sim::process_cpu_seconds() - t0, a.out);
+  return 0;
+}
+
+void add_validate_options(CLI::App* cmd, ValidateArgs& a) {
+  add_model_options(cmd, a.compile);
+  cmd->add_option("--shift-buffer-bytes", a.compile.opt.shift_buffer_bytes, "the compiler's shift buffer")->capture_default_str();
+  cmd->add_option("--csv", a.csv, "per-operator predicted and simulated cycles (the ranked plans go to <csv stem>.ranks.csv)")
+      ->capture_default_str();
+  cmd->add_option("--json", a.json, "also write the summary (per class and end to end) as JSON");
+  cmd->add_option("--plot", a.plot, "also draw predicted vs simulated (PNG) with scripts/plot_validation.py (python3-matplotlib)");
+  cmd->add_option("--rank-ops", a.opt.rank_ops_per_class, "distinct operators per class whose candidate plans are ranked")
+      ->capture_default_str();
+  cmd->add_option("--rank-plans", a.opt.plans_per_op, "candidate plans run per ranked operator")->capture_default_str();
+}
+
+int validate_cmd(const ValidateArgs& a) {
+  const sim::Config cfg = sim::load_config(a.compile.config);
+  const ir::Workload w = load_workload(a.compile);
+  const compiler::CompileOptions copt = compile_options(a.compile, cfg);
+  cost::ValidateOptions o = a.opt;
+  o.progress = [](const std::string& line) { fmt::print(stderr, "validate-cost: {}\n", line); };
+  const cost::Validation v = cost::validate(w, cfg, copt, o);
+  const std::string stem = a.csv.size() > 4 && a.csv.substr(a.csv.size() - 4) == ".csv" ? a.csv.substr(0, a.csv.size() - 4) : a.csv;
+  cost::write_ops_csv(a.csv, v);
+  cost::write_ranks_csv(stem + ".ranks.csv", v);
+  const Json summary = cost::to_json(v);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    out << summary.dump(2) << "\n";
+    if (!out) throw Error(fmt::format("{}: cannot write file", a.json));
+  }
+  const std::string model = a.compile.calibration.empty() ? "analytical model" : a.compile.calibration;
+  fmt::print("{} on {} with {}\n", w.name, cfg.name, model);
+  fmt::print("{:<12} {:>4} {:>9} {:>8} {:>10} {:>7} {:>9} {:>6}\n", "class", "ops", "MAPE", "R2", "analyt.MAPE", "tau",
+             "analyt.tau", "ranked");
+  for (const auto& [cls, c] : v.classes)
+    fmt::print("{:<12} {:>4} {:>8.2f}% {:>8.4f} {:>10.2f}% {:>7.3f} {:>9.3f} {:>6}{}\n", cls, c.ops, 100 * c.mape, c.r2,
+               100 * c.analytical_mape, c.kendall_tau, c.analytical_tau, c.tau_ops, c.calibrated ? "" : "  (not calibrated)");
+  const auto& e = summary["end_to_end"];
+  fmt::print("end to end: predicted {:.0f} cycles, simulated {:.0f} ({:+.2f}%); analytical {:.0f} ({:+.2f}%)\n",
+             v.predicted_cycles, v.simulated_cycles, 100 * e["error"].get<double>(), v.analytical_cycles,
+             100 * e["analytical_error"].get<double>());
+  fmt::print("per-operator rows in {}, ranked plans in {}.ranks.csv\n", a.csv, stem);
+  if (!a.plot.empty()) {
+    const std::string cmd = fmt::format("/usr/bin/python3 '{}/scripts/plot_validation.py' '{}' '{}'", TESSERA_SOURCE_DIR, a.csv, a.plot);
+    if (std::system(cmd.c_str()) != 0) throw Error(fmt::format("plot: `{}` failed (is python3-matplotlib installed?)", cmd));
+    fmt::print("plot written to {}\n", a.plot);
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

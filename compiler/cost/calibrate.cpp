@@ -1,0 +1,374 @@
+#include "compiler/cost/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "compiler/lower/lower.h"
+#include "compiler/schedule/schedule.h"
+#include "sim/common/error.h"
+#include "sim/simulate.h"
+
+namespace tessera::cost {
+
+namespace {
+
+// Draws from the raw engine only (std:: distributions differ between standard libraries, and a
+// seed must give the same samples everywhere).
+struct Rng {
+  std::mt19937_64 e;
+  explicit Rng(std::uint64_t seed) : e(seed) {}
+  double unit() { return static_cast<double>(e() >> 11) * 0x1.0p-53; }
+  std::int64_t pick(std::int64_t n) { return static_cast<std::int64_t>(e() % static_cast<std::uint64_t>(n)); }
+  template <class T>
+  T of(const std::vector<T>& v) { return v[static_cast<std::size_t>(pick(static_cast<std::int64_t>(v.size())))]; }
+  // Log-uniform in [lo, hi]; half the time rounded up to a multiple of `align` (aligned shapes).
+  std::int64_t dim(std::int64_t lo, std::int64_t hi, std::int64_t align = 16) {
+    auto v = static_cast<std::int64_t>(std::llround(static_cast<double>(lo) * std::pow(static_cast<double>(hi) / static_cast<double>(lo), unit())));
+    if (pick(2) == 0) v = std::max(align, (v + align - 1) / align * align);
+    return std::clamp<std::int64_t>(v, 1, std::max(hi, align));
+  }
+};
+
+// What one sample operator may use: a quarter of the chip's scratchpad for its operands, and a
+// few hundred thousand cycles of the matrix unit (so each run takes a fraction of a second).
+struct Budget {
+  double bytes, macs;
+};
+
+Budget budget(const sim::Config& cfg) {
+  const double cores = cfg.total_cores();
+  double macs_per_cycle = 1;
+  for (const auto& [dt, m] : cfg.chip.core.matrix.macs_per_cycle)
+    if (dt == Dtype::Fp16) macs_per_cycle = static_cast<double>(m);
+  return Budget{cores * static_cast<double>(cfg.chip.core.sram_bytes) / 4, cores * macs_per_cycle * 150000};
+}
+
+using Shape = std::vector<std::int64_t>;
+double elems(const Shape& s) {
+  double e = 1;
+  for (auto d : s) e *= static_cast<double>(d);
+  return e;
+}
+
+ir::Workload matmul(Rng& r, const Budget& b) {
+  for (;;) {
+    ir::Workload w;
+    w.name = "sample";
+    const std::int64_t variant = r.pick(3);
+    const std::int64_t m = r.dim(8, 4096), k = r.dim(16, 4096), n = r.dim(16, 4096);
+    const std::int64_t bt = variant == 0 ? 1 : r.dim(1, 32, 2);
+    const double macs = static_cast<double>(bt) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+    const double bytes = 2.0 * (static_cast<double>(bt) * static_cast<double>(m) * (static_cast<double>(k) + static_cast<double>(n)) +
+                                static_cast<double>(k) * static_cast<double>(n) * (variant == 1 ? static_cast<double>(bt) : 1.0));
+    if (macs > b.macs || bytes > b.bytes) continue;
+    if (variant == 0) {
+      w.add_tensor("X", {m, k}, ir::TensorRole::Input);
+      w.add_tensor("W", {k, n}, ir::TensorRole::Weight);
+      w.add_op("op", "Y[m,n] += X[m,k] * W[k,n]");
+    } else if (variant == 1) {  // attention-like: both operands are activations
+      w.add_tensor("Q", {bt, m, k}, ir::TensorRole::Input);
+      w.add_tensor("K", {bt, k, n}, ir::TensorRole::Input);
+      w.add_op("op", "Y[b,m,n] += Q[b,m,k] * K[b,k,n]");
+    } else {
+      w.add_tensor("X", {bt, m, k}, ir::TensorRole::Input);
+      w.add_tensor("W", {k, n}, ir::TensorRole::Weight);
+      w.add_op("op", "Y[b,s,n] += X[b,s,k] * W[k,n]");
+    }
+    return w;
+  }
+}
+
+ir::Workload conv(Rng& r, const Budget& b) {
+  for (;;) {
+    ir::Workload w;
+    w.name = "sample";
+    const std::int64_t n = r.of<std::int64_t>({1, 1, 2, 4, 8}), c = r.dim(3, 512, 8), f = r.dim(8, 512, 8);
+    const std::int64_t k = r.of<std::int64_t>({1, 3, 3, 5, 7}), s = r.of<std::int64_t>({1, 1, 2});
+    const std::int64_t hw = r.of<std::int64_t>({7, 13, 14, 27, 28, 56, 112}), pad = k / 2;
+    const std::int64_t out = (hw + 2 * pad - k) / s + 1;
+    if (out < 1) continue;
+    const double macs = static_cast<double>(n * f * out * out) * static_cast<double>(c * k * k);
+    const double bytes = 2.0 * (static_cast<double>(n * c * hw * hw) + static_cast<double>(f * c * k * k) + static_cast<double>(n * f * out * out));
+    if (macs > b.macs || bytes > b.bytes) continue;
+    auto ix = [&](const char* a, const char* ka) {
+      std::string t = s == 1 ? a : fmt::format("{}*{}", s, a);
+      t += fmt::format("+{}", ka);
+      if (pad) t += fmt::format("-{}", pad);
+      return t;
+    };
+    w.add_tensor("I", {n, c, hw, hw}, ir::TensorRole::Input);
+    w.add_tensor("W", {f, c, k, k}, ir::TensorRole::Weight);
+    w.add_tensor("O", {n, f, out, out}, ir::TensorRole::Activation);
+    w.add_op("op", fmt::format("O[n,f,y,x] += I[n,c,{},{}] * W[f,c,ky,kx]", ix("y", "ky"), ix("x", "kx")));
+    return w;
+  }
+}
+
+// A 2-4 dimensional activation shape of at most `max_elems` elements.
+Shape activation(Rng& r, double max_elems) {
+  for (;;) {
+    const std::int64_t rank = 2 + r.pick(3);
+    Shape s;
+    for (std::int64_t d = 0; d < rank; ++d) s.push_back(d + 1 == rank ? r.dim(8, 4096) : r.dim(1, rank == 2 ? 4096 : 256, 4));
+    if (elems(s) <= max_elems && elems(s) >= 256) return s;
+  }
+}
+
+std::string axes(std::size_t rank) {
+  static const char* names[] = {"a", "b", "c", "d"};
+  std::string s;
+  for (std::size_t d = 0; d < rank; ++d) s += std::string(d ? "," : "") + names[d];
+  return s;
+}
+
+ir::Workload elementwise(Rng& r, const Budget& b) {
+  ir::Workload w;
+  w.name = "sample";
+  const Shape s = activation(r, b.bytes / 6);
+  const std::string ax = axes(s.size()), last = axes(s.size()).substr(ax.size() - 1);
+  w.add_tensor("X", s, ir::TensorRole::Input);
+  switch (r.pick(6)) {
+    case 0: w.add_op("op", fmt::format("Y[{0}] = relu(X[{0}])", ax)); break;
+    case 1: w.add_op("op", fmt::format("Y[{0}] = gelu(X[{0}])", ax)); break;
+    case 2: w.add_op("op", fmt::format("Y[{0}] = X[{0}] * 0.125", ax)); break;
+    case 3:
+      w.add_tensor("B", {s.back()}, ir::TensorRole::Weight);
+      w.add_op("op", fmt::format("Y[{0}] = X[{0}] + B[{1}]", ax, last));
+      break;
+    case 4: w.add_op("op", fmt::format("Y[{0}] = exp(X[{0}])", ax)); break;
+    default:
+      w.add_tensor("Z", s, ir::TensorRole::Input);
+      w.add_op("op", fmt::format("Y[{0}] = X[{0}] + Z[{0}]", ax));
+  }
+  return w;
+}
+
+ir::Workload reduce(Rng& r, const Budget& b) {
+  ir::Workload w;
+  w.name = "sample";
+  const std::int64_t variant = r.pick(4);
+  if (variant < 2) {
+    const Shape s = activation(r, b.bytes / 4);
+    w.add_tensor("X", s, ir::TensorRole::Input);
+    const std::string ax = axes(s.size());
+    w.add_op("op", fmt::format("Y[{}] {} X[{}]", ax.substr(0, ax.size() - 2), variant == 0 ? "+=" : "max=", ax));
+    return w;
+  }
+  for (;;) {
+    const std::int64_t n = r.of<std::int64_t>({1, 2, 4, 8}), c = r.dim(16, 1024, 8), hw = r.of<std::int64_t>({7, 14, 28, 56, 112});
+    if (2.0 * static_cast<double>(n * c * hw * hw) * 1.5 > b.bytes) continue;
+    w.add_tensor("I", {n, c, hw, hw}, ir::TensorRole::Input);
+    if (variant == 2) {
+      w.add_op("op", "O[n,c] avg= I[n,c,y,x]");
+    } else {  // 3x3 stride-2 max pooling, padding 1
+      const std::int64_t out = (hw + 2 - 3) / 2 + 1;
+      w.add_tensor("O", {n, c, out, out}, ir::TensorRole::Activation);
+      w.add_op("op", "O[n,c,y,x] max= I[n,c,2*y+ky-1,2*x+kx-1]", {{"ky", 3}, {"kx", 3}});
+    }
+    return w;
+  }
+}
+
+ir::Workload rowwise(Rng& r, const Budget& b, bool softmax) {
+  ir::Workload w;
+  w.name = "sample";
+  const Shape s = activation(r, b.bytes / 4);
+  const std::string ax = axes(s.size()), last = ax.substr(ax.size() - 1);
+  w.add_tensor("X", s, ir::TensorRole::Input);
+  if (softmax) {
+    w.add_op("op", fmt::format("Y[{0}] = softmax(X[{0}])", ax));
+  } else {
+    w.add_tensor("G", {s.back()}, ir::TensorRole::Weight);
+    w.add_tensor("B", {s.back()}, ir::TensorRole::Weight);
+    w.add_op("op", fmt::format("Y[{0}] = layernorm(X[{0}], G[{1}], B[{1}])", ax, last));
+  }
+  return w;
+}
+
+ir::Workload sample_op(const std::string& cls, Rng& r, const Budget& b) {
+  ir::Workload w;
+  if (cls == "matmul") w = matmul(r, b);
+  else if (cls == "conv") w = conv(r, b);
+  else if (cls == "elementwise") w = elementwise(r, b);
+  else if (cls == "reduce") w = reduce(r, b);
+  else if (cls == "softmax" || cls == "layernorm") w = rowwise(r, b, cls == "softmax");
+  else throw Error(fmt::format("operator class '{}': expected one of {}", cls, fmt::join(op_classes(), ", ")));
+  w.finalize();
+  return w;
+}
+
+bool has_weights(const ir::Workload& w) {
+  for (const auto& in : w.ops()[0].expr.inputs)
+    if (w.tensor(in.tensor).role == ir::TensorRole::Weight) return true;
+  return false;
+}
+
+Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w) {
+  Bytes b = 0;
+  for (const auto& part : p.parts)
+    if (w.tensor(part.tensor).role == ir::TensorRole::Weight) b += part.bytes_per_core;
+  return b;
+}
+
+}  // namespace
+
+ir::Workload single_op(const ir::Workload& w, const ir::Operator& op) {
+  ir::Workload one;
+  one.name = op.name;
+  std::set<std::string> seen;
+  for (const auto& in : op.expr.inputs) {
+    if (!seen.insert(in.tensor).second) continue;
+    const ir::Tensor& t = w.tensor(in.tensor);
+    one.add_tensor(t.name, t.shape, t.role == ir::TensorRole::Weight ? ir::TensorRole::Weight : ir::TensorRole::Input, t.dtype);
+  }
+  const ir::Tensor& out = w.tensor(op.expr.output.tensor);
+  one.add_tensor(out.name, out.shape, ir::TensorRole::Activation, out.dtype);
+  std::map<std::string, std::int64_t> extents;
+  for (const auto& a : op.expr.output_axes()) extents[a] = op.extent.at(a);
+  for (const auto& a : op.expr.reduction_axes()) extents[a] = op.extent.at(a);
+  one.add_op(op.name, op.expr.text, extents);
+  one.finalize();
+  return one;
+}
+
+std::vector<plan::Plan> candidate_plans(const ir::Workload& w, const plan::Target& t, std::size_t count,
+                                        std::uint64_t seed) {
+  const ir::Operator& op = w.ops()[0];
+  std::vector<plan::Plan> all = plan::enumerate_plans(op, w, t);
+  std::vector<plan::Plan> front = plan::pareto_front(all);
+  std::vector<plan::Plan> out{front.front()};
+  auto take = [&](const plan::Plan& p) {
+    for (const auto& q : out)
+      if (q.same_as(p)) return;
+    out.push_back(p);
+  };
+  Rng r(seed);
+  // Half from the front (what the planner chooses among), half from anywhere in the space.
+  for (std::size_t tries = 0; out.size() < count && tries < 8 * count; ++tries) {
+    const auto& from = tries % 2 == 0 ? front : all;
+    take(from[static_cast<std::size_t>(r.pick(static_cast<std::int64_t>(from.size())))]);
+  }
+  return out;
+}
+
+std::vector<plan::Plan> idle_choices(const ir::Workload& w, const plan::Plan& active, const plan::Target& t) {
+  std::vector<plan::Plan> out{active};
+  if (!has_weights(w)) return out;
+  const ir::Operator& op = w.ops()[0];
+  const plan::Plan* lean = nullptr;
+  const std::vector<plan::Plan> all = plan::enumerate_plans(op, w, t);
+  for (const auto& p : all)
+    if (!lean || weight_bytes(p, w) < weight_bytes(*lean, w)) lean = &p;
+  if (!lean->same_as(active)) out.push_back(*lean);
+  plan::Plan striped = active;  // the schedule's leanest idle layout: weights striped over every core
+  striped.weights_striped = true;
+  for (auto& part : striped.parts)
+    if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
+      part.bytes_per_core = lower::stripe_bytes(w.tensor(part.tensor), static_cast<std::size_t>(t.cores));
+  out.push_back(striped);
+  return out;
+}
+
+void run_alone(const ir::Workload& w, const plan::Plan& active, const plan::Plan& idle, const plan::Target& t,
+               Sample& s) {
+  schedule::Options so;
+  so.target = t;
+  so.target.model = nullptr;  // the terms are what the sample records; pricing is the fit's job
+  const schedule::Schedule sch = schedule::schedule_fixed(w, so, {active}, {idle});
+  lower::Options lo;
+  lo.shift_buffer_bytes = t.shift_buffer_bytes;
+  const lower::Lowered low = lower::lower(w, sch, *t.config, lo);
+  const sim::SimOutcome o = sim::simulate(*t.config, low.program(*t.config));
+  const std::string& name = w.ops()[0].name;
+  s.expr = w.ops()[0].expr.text;
+  s.plan = active.describe() + (idle.same_as(active) && !idle.weights_striped ? "" : idle.weights_striped ? " (weights striped)" : " (weights lean)");
+  s.terms = sch.ops[0].terms;
+  s.analytical_cycles = sch.ops[0].active.cost.total_cycles + sch.ops[0].setup_cycles;
+  for (const auto& j : o.results.at("operators"))
+    if (j.at("name").get<std::string>() == name) s.simulated_cycles = j.at("cycles").get<double>();
+  if (!(s.simulated_cycles > 0)) throw Error(fmt::format("sample '{}': the simulator reported no time for it", s.expr));
+}
+
+Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o) {
+  if (o.classes.empty()) throw Error("calibrate: expected at least one operator class");
+  if (o.plans_per_shape < 1) throw Error("calibrate: expected at least one plan per shape");
+  for (const auto& c : o.classes)
+    if (std::find(op_classes().begin(), op_classes().end(), c) == op_classes().end())
+      throw Error(fmt::format("calibrate: operator class '{}': expected one of {}", c, fmt::join(op_classes(), ", ")));
+  if (o.samples < 8 * o.classes.size())
+    throw Error(fmt::format("calibrate: {} samples for {} classes; expected at least 8 per class", o.samples, o.classes.size()));
+  plan::Target t;
+  t.config = &cfg;
+  t.cores = static_cast<std::int64_t>(cfg.total_cores());
+  t.shift_buffer_bytes = o.shift_buffer_bytes;
+  const Budget b = budget(cfg);
+  Calibration cal;
+  cal.model.config_name = cfg.name;
+  cal.model.config_fingerprint = cfg.fingerprint;
+  cal.model.seed = o.seed;
+  for (std::size_t ci = 0; ci < o.classes.size(); ++ci) {
+    const std::string& cls = o.classes[ci];
+    const std::size_t want = o.samples / o.classes.size();
+    Rng r(o.seed * 1000003 + ci);
+    std::vector<Sample> got;
+    std::size_t failures = 0;
+    for (std::size_t shape = 0; got.size() < want; ++shape) {
+      const ir::Workload w = sample_op(cls, r, b);
+      // Every fourth shape is held out of the fit.
+      const bool held = shape % 4 == 3;
+      const auto plans = candidate_plans(w, t, std::min(o.plans_per_shape, want - got.size()), r.e());
+      for (const auto& p : plans) {
+        const auto idles = idle_choices(w, p, t);
+        Sample s;
+        s.cls = cls;
+        s.shape = shape;
+        s.held_out = held;
+        try {
+          run_alone(w, p, idles[static_cast<std::size_t>(r.pick(static_cast<std::int64_t>(idles.size())))], t, s);
+        } catch (const lower::FitError&) {
+          ++failures;  // this plan leaves no room beside its inputs' home layout: not a sample
+          continue;
+        }
+        got.push_back(std::move(s));
+      }
+      if (failures > 4 * want) throw Error(fmt::format("calibrate: {}: {} sampled plans did not fit the config's scratchpads", cls, failures));
+      if (o.progress && (got.size() * 10 / want != (got.size() - std::min(got.size(), plans.size())) * 10 / want || got.size() >= want))
+        o.progress(fmt::format("{}: {}/{} samples ({} shapes)", cls, std::min(got.size(), want), want, shape + 1));
+    }
+    // Fit on the shapes not held out; measure on the held-out ones.
+    std::vector<Terms> fx, hx;
+    std::vector<double> fy, hy;
+    for (const auto& s : got) {
+      (s.held_out ? hx : fx).push_back(s.terms);
+      (s.held_out ? hy : fy).push_back(s.simulated_cycles);
+    }
+    ClassModel m = fit(fx, fy);
+    m.held_out = stats(m, hx, hy);
+    // Ranking: tau between predicted and simulated times over each held-out shape's plans.
+    std::map<std::size_t, std::pair<std::vector<double>, std::vector<double>>> groups;
+    for (const auto& s : got)
+      if (s.held_out) {
+        groups[s.shape].first.push_back(m.predict(s.terms).total());
+        groups[s.shape].second.push_back(s.simulated_cycles);
+      }
+    double tau = 0;
+    std::size_t ng = 0;
+    for (const auto& [shape, g] : groups)
+      if (g.first.size() >= 2) {
+        tau += kendall_tau(g.first, g.second);
+        ++ng;
+      }
+    m.held_out.kendall_tau = ng ? tau / static_cast<double>(ng) : 0;
+    m.held_out.tau_groups = ng;
+    cal.model.classes[cls] = m;
+    cal.model.samples += got.size();
+    for (auto& s : got) cal.samples.push_back(std::move(s));
+  }
+  return cal;
+}
+
+}  // namespace tessera::cost

@@ -1,0 +1,65 @@
+#pragma once
+// Calibration of the cost model from simulator timings (docs/cost.md). Operator shapes are drawn
+// at random per class (aligned and unaligned, small and large), each shape's candidate T10 plans
+// are enumerated as the planner does, and a few plans per shape (the analytical favourite, and
+// others from the Pareto front and the whole space) run alone on the simulator: the operator's
+// inputs start striped over the cores, its weights in a lean, striped or the active layout. The
+// fit uses three shapes in four; the fourth is held out to measure how the model predicts shapes
+// it has not seen (MAPE, R2, and Kendall's tau over each held-out shape's plans).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/cost/model.h"
+#include "compiler/ir/graph.h"
+#include "compiler/plan/rtensor.h"
+#include "sim/config/config.h"
+
+namespace tessera::cost {
+
+struct Sample {
+  std::string cls;
+  std::size_t shape = 0;       // index of the shape (its plans share it)
+  bool held_out = false;
+  std::string expr, plan;      // the operator as written, the plan as described
+  Terms terms;                 // analytical terms: the features
+  double simulated_cycles = 0;
+  double analytical_cycles = 0;  // the analytical model's prediction
+};
+
+struct CalibrateOptions {
+  std::vector<std::string> classes = op_classes();
+  std::size_t samples = 720;       // simulator runs in all, split evenly over the classes
+  std::size_t plans_per_shape = 4;
+  std::uint64_t seed = 1;
+  Bytes shift_buffer_bytes = 8192;
+  std::function<void(const std::string&)> progress;  // one line per step, if set
+};
+
+struct Calibration {
+  Model model;
+  std::vector<Sample> samples;
+};
+
+Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o);
+
+// Runs operator 0 of a one-operator workload alone on the simulator with the given active and idle
+// plans; fills the sample's terms and simulated cycles. Throws lower::FitError when it does not fit.
+void run_alone(const ir::Workload& w, const plan::Plan& active, const plan::Plan& idle, const plan::Target& t,
+               Sample& s);
+
+// The one-operator workload of `op` of `w`: its activation inputs become model inputs, its weights
+// stay weights.
+ir::Workload single_op(const ir::Workload& w, const ir::Operator& op);
+
+// Candidate plans of a one-operator workload's operator that calibration and validation run:
+// the analytically fastest first, then up to `count - 1` others spread over the Pareto front and
+// the rest of the space (deterministic for a seed).
+std::vector<plan::Plan> candidate_plans(const ir::Workload& w, const plan::Target& t, std::size_t count,
+                                        std::uint64_t seed);
+
+// Model inputs of a sample workload (operator 0's weights): idle layouts to draw from.
+std::vector<plan::Plan> idle_choices(const ir::Workload& w, const plan::Plan& active, const plan::Target& t);
+
+}  // namespace tessera::cost
