@@ -1,6 +1,7 @@
 #include "compiler/cost/calibrate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -214,6 +215,44 @@ Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w) {
   return b;
 }
 
+// The sample operator fed by a producer (a scale of a fresh input) instead of reading a model
+// input: its input then starts in a plan's layout, as inside a model.
+ir::Workload with_producer(const ir::Workload& w) {
+  const ir::Operator& op = w.ops()[0];
+  ir::Workload out;
+  out.name = w.name;
+  const std::string x = op.expr.inputs[0].tensor;
+  const ir::Tensor& xt = w.tensor(x);
+  out.add_tensor(x + "0", xt.shape, ir::TensorRole::Input, xt.dtype);
+  const std::string ax = axes(xt.shape.size());
+  out.add_op("pre", fmt::format("{0}[{1}] = {0}0[{1}] * 1.0", x, ax));
+  for (const auto& t : w.tensors())
+    if (t.name != x && !out.has_tensor(t.name)) out.add_tensor(t.name, t.shape, t.role, t.dtype);
+  std::map<std::string, std::int64_t> extents = op.extent;
+  out.add_op(op.name, op.expr.text, extents);
+  out.finalize();
+  return out;
+}
+
+// The producer's plan: the consumer's layout of its input (nothing moves), or any of its plans.
+plan::Plan producer_plan(const ir::Workload& w, const plan::Plan& consumer, bool follow, const plan::Target& t,
+                         Rng& r) {
+  const ir::Operator& pre = w.ops()[0];
+  if (follow) {
+    const ir::Access& in = w.ops()[1].expr.inputs[0];
+    std::map<std::string, std::int64_t> fop;
+    bool plain = true;
+    for (std::size_t d = 0; d < in.indices.size(); ++d) {
+      plain = plain && in.indices[d].plain();
+      fop[pre.expr.output.indices[d].terms[0].axis] = consumer.parts[0].fs[d];
+    }
+    if (plain)
+      if (auto p = plan::make_plan(pre, w, fop, {}, t)) return *p;
+  }
+  const auto all = plan::enumerate_plans(pre, w, t, /*allow_rotation=*/false);
+  return all[static_cast<std::size_t>(r.pick(static_cast<std::int64_t>(all.size())))];
+}
+
 }  // namespace
 
 ir::Workload single_op(const ir::Workload& w, const ir::Operator& op) {
@@ -273,23 +312,27 @@ std::vector<plan::Plan> idle_choices(const ir::Workload& w, const plan::Plan& ac
   return out;
 }
 
-void run_alone(const ir::Workload& w, const plan::Plan& active, const plan::Plan& idle, const plan::Target& t,
-               Sample& s) {
+void run_alone(const ir::Workload& w, const std::vector<plan::Plan>& active, const std::vector<plan::Plan>& idle,
+               const plan::Target& t, Sample& s) {
   schedule::Options so;
   so.target = t;
   so.target.model = nullptr;  // the terms are what the sample records; pricing is the fit's job
-  const schedule::Schedule sch = schedule::schedule_fixed(w, so, {active}, {idle});
+  const schedule::Schedule sch = schedule::schedule_fixed(w, so, active, idle);
   lower::Options lo;
   lo.shift_buffer_bytes = t.shift_buffer_bytes;
   const lower::Lowered low = lower::lower(w, sch, *t.config, lo);
   const sim::SimOutcome o = sim::simulate(*t.config, low.program(*t.config));
-  const std::string& name = w.ops()[0].name;
-  s.expr = w.ops()[0].expr.text;
-  s.plan = active.describe() + (idle.same_as(active) && !idle.weights_striped ? "" : idle.weights_striped ? " (weights striped)" : " (weights lean)");
-  s.terms = sch.ops[0].terms;
-  s.analytical_cycles = sch.ops[0].active.cost.total_cycles + sch.ops[0].setup_cycles;
+  const ir::Operator& op = w.ops().back();
+  const schedule::OpSchedule& os = sch.ops.back();
+  s.expr = op.expr.text;
+  for (const auto& in : op.expr.inputs) s.expr += fmt::format(" {}{}", in.tensor, w.tensor(in.tensor).shape);
+  if (w.ops().size() > 1) s.expr += " (produced in place)";
+  const plan::Plan& a = os.active;
+  s.plan = a.describe() + (os.idle.same_as(a) ? "" : os.idle.weights_striped ? " (weights striped)" : " (weights lean)");
+  s.terms = os.terms;
+  s.analytical_cycles = os.active.cost.total_cycles + os.setup_cycles;
   for (const auto& j : o.results.at("operators"))
-    if (j.at("name").get<std::string>() == name) s.simulated_cycles = j.at("cycles").get<double>();
+    if (j.at("name").get<std::string>() == op.name) s.simulated_cycles = j.at("cycles").get<double>();
   if (!(s.simulated_cycles > 0)) throw Error(fmt::format("sample '{}': the simulator reported no time for it", s.expr));
 }
 
@@ -321,14 +364,24 @@ Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o) {
       // Every fourth shape is held out of the fit.
       const bool held = shape % 4 == 3;
       const auto plans = candidate_plans(w, t, std::min(o.plans_per_shape, want - got.size()), r.e());
+      // Half the shapes read their first input from a producer (in this plan's layout or in
+      // another): inside a model most inputs come from the operator before.
+      const bool produced = shape % 2 == 1;
+      const ir::Workload wp = produced ? with_producer(w) : ir::Workload{};
       for (const auto& p : plans) {
         const auto idles = idle_choices(w, p, t);
+        const plan::Plan& idle = idles[static_cast<std::size_t>(r.pick(static_cast<std::int64_t>(idles.size())))];
         Sample s;
         s.cls = cls;
         s.shape = shape;
         s.held_out = held;
         try {
-          run_alone(w, p, idles[static_cast<std::size_t>(r.pick(static_cast<std::int64_t>(idles.size())))], t, s);
+          if (produced) {
+            const plan::Plan pre = producer_plan(wp, p, r.pick(2) == 0, t, r);
+            run_alone(wp, {pre, p}, {pre, idle}, t, s);
+          } else {
+            run_alone(w, {p}, {idle}, t, s);
+          }
         } catch (const lower::FitError&) {
           ++failures;  // this plan leaves no room beside its inputs' home layout: not a sample
           continue;

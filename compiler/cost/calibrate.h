@@ -44,10 +44,11 @@ struct Calibration {
 
 Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o);
 
-// Runs operator 0 of a one-operator workload alone on the simulator with the given active and idle
-// plans; fills the sample's terms and simulated cycles. Throws lower::FitError when it does not fit.
-void run_alone(const ir::Workload& w, const plan::Plan& active, const plan::Plan& idle, const plan::Target& t,
-               Sample& s);
+// Runs a small workload on the simulator with the given active and idle plan per operator; fills
+// the sample's terms and simulated cycles from its last operator. Throws lower::FitError when it
+// does not fit.
+void run_alone(const ir::Workload& w, const std::vector<plan::Plan>& active, const std::vector<plan::Plan>& idle,
+               const plan::Target& t, Sample& s);
 
 // The one-operator workload of `op` of `w`: its activation inputs become model inputs, its weights
 // stay weights.

@@ -68,7 +68,7 @@ void rank_plans(const ir::Workload& w, const sim::Config& cfg, const compiler::C
     for (const auto& p : candidate_plans(one, t, o.plans_per_op, o.seed + i)) {
       Sample s;
       try {
-        run_alone(one, p, p, t, s);
+        run_alone(one, {p}, {p}, t, s);
       } catch (const lower::FitError&) {
         continue;  // does not fit beside its inputs' home layout
       }

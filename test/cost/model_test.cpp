@@ -1,0 +1,145 @@
+// The cost model: least squares recovers known weights, keeps them non-negative, Kendall's tau
+// matches hand-counted pairs, calibration files round-trip and refuse another config.
+#include <catch2/catch.hpp>
+#include <cstdio>
+
+#include "compiler/cost/model.h"
+#include "sim/common/error.h"
+#include "test/support.h"
+
+using namespace tessera;
+
+namespace {
+
+std::vector<cost::Terms> synthetic_terms(std::size_t n) {
+  std::vector<cost::Terms> x;
+  for (std::size_t i = 0; i < n; ++i) {
+    cost::Terms t;
+    t.compute_cycles = 100.0 + 37.0 * static_cast<double>(i % 11) * static_cast<double>(i % 5 + 1);
+    t.steps = static_cast<double>(1 + i % 4);
+    t.input_cycles = 50.0 + 13.0 * static_cast<double>((i * 7) % 13);
+    t.input_messages = static_cast<double>(1 + (i * 3) % 7);
+    t.sync_cycles = 118.0 * static_cast<double>(i % 3);
+    x.push_back(t);
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("the fit recovers the weights that generated the times", "[cost]") {
+  const auto x = synthetic_terms(40);
+  std::vector<double> y;
+  // 1.25 x compute, 20 per step, 1 x sync, 1.8 x input, 30 per message, 118 constant.
+  for (const auto& t : x)
+    y.push_back(1.25 * t.compute_cycles + 20 * t.steps + t.sync_cycles + 1.8 * t.input_cycles + 30 * t.input_messages + 118);
+  const cost::ClassModel m = cost::fit(x, y);
+  CHECK(m.coef[0] == Approx(1.25).margin(1e-9));
+  CHECK(m.coef[1] == Approx(20).margin(1e-7));
+  CHECK(m.coef[3] == Approx(1).margin(1e-9));
+  CHECK(m.coef[4] == Approx(1.8).margin(1e-9));
+  CHECK(m.coef[5] == Approx(30).margin(1e-7));
+  CHECK(m.coef[8] == Approx(118).margin(1e-6));
+  CHECK(m.coef[2] == 0);  // shift and setup never vary from zero: weight 0
+  CHECK(m.coef[6] == 0);
+  CHECK(m.fit.mape < 1e-9);
+  CHECK(m.fit.r2 == Approx(1.0));
+  // The analytical weights miss by the hand-computable amount on one sample: compute 100,
+  // 1 step, input 50 and 1 message -> simulated 125 + 20 + 90 + 30 + 118 = 383, analytical 150.
+  CHECK(cost::analytical().predict(x[0]).total() == Approx(150));
+  CHECK(y[0] == Approx(383));
+}
+
+TEST_CASE("the fit keeps every weight non-negative", "[cost]") {
+  const auto x = synthetic_terms(30);
+  std::vector<double> y;
+  // Unconstrained least squares would give input a weight of -0.5.
+  for (const auto& t : x) y.push_back(2 * t.compute_cycles - 0.5 * t.input_cycles + 300);
+  const cost::ClassModel m = cost::fit(x, y);
+  for (double c : m.coef) CHECK(c >= 0);
+  CHECK(m.coef[4] == 0);
+  CHECK(m.fit.mape > 0);  // the constraint costs some accuracy
+  CHECK(m.fit.mape < 0.1);
+}
+
+TEST_CASE("the fit refuses empty or non-positive samples", "[cost]") {
+  CHECK_THROWS_WITH(cost::fit({}, {}), Catch::Contains("at least one"));
+  CHECK_THROWS_WITH(cost::fit({cost::Terms{}}, {0.0}), Catch::Contains("sample 0 has simulated time 0"));
+}
+
+TEST_CASE("Kendall's tau-b counts concordant and discordant pairs", "[cost]") {
+  // One swapped pair among 6: (5 - 1) / 6.
+  CHECK(cost::kendall_tau({1, 2, 3, 4}, {10, 30, 20, 40}) == Approx(4.0 / 6.0));
+  CHECK(cost::kendall_tau({1, 2, 3}, {3, 2, 1}) == Approx(-1.0));
+  // A tie in the first series: 2 concordant, 0 discordant, 1 tie -> 2 / sqrt(3 * 2).
+  CHECK(cost::kendall_tau({1, 1, 2}, {1, 2, 3}) == Approx(2.0 / std::sqrt(6.0)));
+  CHECK(cost::kendall_tau({5, 5}, {1, 2}) == 0.0);
+}
+
+TEST_CASE("operators fall into classes by their expression", "[cost]") {
+  ir::Workload w;
+  w.add_tensor("X", {8, 16}, ir::TensorRole::Input);
+  w.add_tensor("W", {16, 4}, ir::TensorRole::Weight);
+  w.add_tensor("I", {1, 2, 6, 6}, ir::TensorRole::Input);
+  w.add_tensor("K", {3, 2, 3, 3}, ir::TensorRole::Weight);
+  w.add_tensor("O", {1, 3, 4, 4}, ir::TensorRole::Activation);
+  CHECK(cost::op_class(w.add_op("mm", "Y[m,n] += X[m,k] * W[k,n]")) == "matmul");
+  CHECK(cost::op_class(w.add_op("cv", "O[n,f,y,x] += I[n,c,y+ky,x+kx] * K[f,c,ky,kx]")) == "conv");
+  CHECK(cost::op_class(w.add_op("r", "R[m,n] = relu(Y[m,n])")) == "elementwise");
+  CHECK(cost::op_class(w.add_op("s", "S[m] += R[m,n]")) == "reduce");
+  CHECK(cost::op_class(w.add_op("sm", "P[m,n] = softmax(R[m,n])")) == "softmax");
+  CHECK(cost::op_class(w.add_op("ln", "L[m,n] = layernorm(P[m,n])")) == "layernorm");
+}
+
+TEST_CASE("a calibration file round-trips and belongs to its config", "[cost]") {
+  const sim::Config a = sim::parse_config(test::exchange_config(16), "a");
+  Json renamed = test::exchange_config(16);
+  renamed["name"] = "renamed copy";
+  CHECK(sim::parse_config(renamed, "r").fingerprint == a.fingerprint);
+  Json bigger = test::exchange_config(16);
+  bigger["chip"]["core"]["sram_bytes"] = 131072;  // the architect changed the SRAM size
+  const sim::Config b = sim::parse_config(bigger, "b");
+  CHECK(b.fingerprint != a.fingerprint);
+
+  cost::Model m;
+  m.config_name = a.name;
+  m.config_fingerprint = a.fingerprint;
+  m.seed = 7;
+  m.samples = 3;
+  cost::ClassModel cm;
+  cm.calibrated = true;
+  cm.coef = {1.5, 2, 1, 1, 1.75, 12.5, 1, 0, 118};
+  cm.fit.samples = 3;
+  cm.fit.mape = 0.01;
+  m.classes["matmul"] = cm;
+  const std::string path = "/tmp/tessera-model-test-calibration.json";
+  cost::save_calibration(path, m);
+  const cost::Model back = cost::load_calibration(path, a);
+  REQUIRE(back.classes.count("matmul") == 1);
+  CHECK(back.classes.at("matmul").coef == cm.coef);
+  CHECK(back.for_class("matmul").calibrated);
+  CHECK_FALSE(back.for_class("conv").calibrated);  // missing classes stay analytical
+  CHECK(back.for_class("conv").coef == cost::analytical().coef);
+
+  CHECK_THROWS_WITH(cost::load_calibration(path, b), Catch::Contains("fitted on config 'test-exchange'") &&
+                                                         Catch::Contains("recalibrate"));
+  CHECK_NOTHROW(cost::load_calibration(path, b, /*force=*/true));
+
+  Json j = m.to_json();
+  j["classes"]["matmul"]["coefficients"]["input_cycles"] = -1.0;
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(j.dump().c_str(), f);
+    std::fclose(f);
+  }
+  CHECK_THROWS_WITH(cost::load_calibration(path, a), Catch::Contains("input_cycles") && Catch::Contains(">= 0"));
+  j = m.to_json();
+  j["classes"]["matmull"] = j["classes"]["matmul"];
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(j.dump().c_str(), f);
+    std::fclose(f);
+  }
+  CHECK_THROWS_WITH(cost::load_calibration(path, a), Catch::Contains("matmull") && Catch::Contains("unknown operator class"));
+  std::remove(path.c_str());
+}
