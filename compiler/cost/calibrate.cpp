@@ -48,6 +48,13 @@ Budget budget(const sim::Config& cfg) {
   return Budget{cores * static_cast<double>(cfg.chip.core.sram_bytes) / 4, cores * macs_per_cycle * 150000};
 }
 
+// Draws until a shape fits the budget; a config too small for any shape of a class is an error,
+// not a hang.
+void guard(int& attempts, const char* what) {
+  if (++attempts > 100000)
+    throw Error(fmt::format("calibrate: no {} shape fits a quarter of this config's scratchpads; the config is too small to calibrate it", what));
+}
+
 using Shape = std::vector<std::int64_t>;
 double elems(const Shape& s) {
   double e = 1;
@@ -56,7 +63,7 @@ double elems(const Shape& s) {
 }
 
 ir::Workload matmul(Rng& r, const Budget& b) {
-  for (;;) {
+  for (int attempts = 0;; guard(attempts, "matmul")) {
     ir::Workload w;
     w.name = "sample";
     const std::int64_t variant = r.pick(3);
@@ -84,7 +91,7 @@ ir::Workload matmul(Rng& r, const Budget& b) {
 }
 
 ir::Workload conv(Rng& r, const Budget& b) {
-  for (;;) {
+  for (int attempts = 0;; guard(attempts, "conv")) {
     ir::Workload w;
     w.name = "sample";
     const std::int64_t n = r.of<std::int64_t>({1, 1, 2, 4, 8}), c = r.dim(3, 512, 8), f = r.dim(8, 512, 8);
@@ -111,7 +118,7 @@ ir::Workload conv(Rng& r, const Budget& b) {
 
 // A 2-4 dimensional activation shape of at most `max_elems` elements.
 Shape activation(Rng& r, double max_elems) {
-  for (;;) {
+  for (int attempts = 0;; guard(attempts, "activation")) {
     const std::int64_t rank = 2 + r.pick(3);
     Shape s;
     for (std::int64_t d = 0; d < rank; ++d) s.push_back(d + 1 == rank ? r.dim(8, 4096) : r.dim(1, rank == 2 ? 4096 : 256, 4));
@@ -159,7 +166,7 @@ ir::Workload reduce(Rng& r, const Budget& b) {
     w.add_op("op", fmt::format("Y[{}] {} X[{}]", ax.substr(0, ax.size() - 2), variant == 0 ? "+=" : "max=", ax));
     return w;
   }
-  for (;;) {
+  for (int attempts = 0;; guard(attempts, "pooling")) {
     const std::int64_t n = r.of<std::int64_t>({1, 2, 4, 8}), c = r.dim(16, 1024, 8), hw = r.of<std::int64_t>({7, 14, 28, 56, 112});
     if (2.0 * static_cast<double>(n * c * hw * hw) * 1.5 > b.bytes) continue;
     w.add_tensor("I", {n, c, hw, hw}, ir::TensorRole::Input);
