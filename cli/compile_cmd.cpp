@@ -11,16 +11,12 @@
 
 namespace tessera::cli {
 
-namespace {
-
 void write_json(const std::string& path, const Json& j, int indent) {
   std::ofstream out(path);
   if (!out) throw Error(fmt::format("{}: cannot write file", path));
   out << j.dump(indent) << "\n";
   if (!out) throw Error(fmt::format("{}: write failed", path));
 }
-
-}  // namespace
 
 ir::Workload load_workload(const CompileArgs& a) {
   ir::ModelOptions mo;

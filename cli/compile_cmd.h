@@ -16,6 +16,9 @@ struct CompileArgs {
   bool force_calibration = false;  // use it even if fitted on another config
 };
 
+// Writes `j` to `path`; a file that cannot be written is an Error naming it.
+void write_json(const std::string& path, const Json& j, int indent = 2);
+
 // The workload and the compile options the arguments name (the calibration loaded and checked
 // against `cfg`).
 ir::Workload load_workload(const CompileArgs& a);

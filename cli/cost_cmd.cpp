@@ -31,7 +31,8 @@ void write_samples_csv(const std::string& path, const std::vector<cost::Sample>&
   for (const auto& s : samples) {
     out << fmt::format("{},{},{},\"{}\",\"{}\"", s.cls, s.shape, s.held_out ? 1 : 0, s.expr, s.plan);
     for (double f : cost::features(s.terms)) out << fmt::format(",{}", f);
-    out << fmt::format(",{},{},{}\n", s.analytical_cycles, m.for_class(s.cls).predict(s.terms).total(), s.simulated_cycles);
+    out << fmt::format(",{},{},{}\n", cost::analytical().predict(s.terms).total(), m.for_class(s.cls).predict(s.terms).total(),
+                       s.simulated_cycles);
   }
   if (!out) throw Error(fmt::format("{}: write failed", path));
 }
@@ -96,14 +97,10 @@ int validate_cmd(const ValidateArgs& a) {
   o.progress = [](const std::string& line) { fmt::print(stderr, "validate-cost: {}\n", line); };
   const cost::Validation v = cost::validate(w, cfg, copt, o);
   const std::string stem = a.csv.size() > 4 && a.csv.substr(a.csv.size() - 4) == ".csv" ? a.csv.substr(0, a.csv.size() - 4) : a.csv;
-  cost::write_ops_csv(a.csv, v);
-  cost::write_ranks_csv(stem + ".ranks.csv", v);
+  cost::write_csv(a.csv, v.ops);
+  cost::write_csv(stem + ".ranks.csv", v.ranks);
   const Json summary = cost::to_json(v);
-  if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    out << summary.dump(2) << "\n";
-    if (!out) throw Error(fmt::format("{}: cannot write file", a.json));
-  }
+  if (!a.json.empty()) write_json(a.json, summary);
   const std::string model = a.compile.calibration.empty() ? "analytical model" : a.compile.calibration;
   fmt::print("{} on {} with {}\n", w.name, cfg.name, model);
   fmt::print("{:<12} {:>4} {:>9} {:>8} {:>10} {:>7} {:>9} {:>6}\n", "class", "ops", "MAPE", "R2", "analyt.MAPE", "tau",

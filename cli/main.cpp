@@ -2,7 +2,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <fstream>
 
 #include "cli/bench.h"
 #include "cli/compile_cmd.h"
@@ -15,13 +14,7 @@
 namespace {
 
 using tessera::Json;
-
-void write_json(const std::string& path, const Json& j) {
-  std::ofstream out(path);
-  if (!out) throw tessera::Error(fmt::format("{}: cannot write file", path));
-  out << j.dump(2) << "\n";
-  if (!out) throw tessera::Error(fmt::format("{}: write failed", path));
-}
+using tessera::cli::write_json;
 
 int simulate_cmd(const std::string& config, const std::string& program, const std::string& out,
                  const std::string& trace, bool quiet, bool functional) {

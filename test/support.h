@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/graph.h"
 #include "sim/common/json_reader.h"
 #include "sim/config/config.h"
 #include "sim/program/program.h"
@@ -106,6 +107,20 @@ inline std::uint64_t finish(const Json& results, std::uint32_t core) {
   for (const auto& c : results["cores"])
     if (c["core"] == core) return c["finish_cycle"].get<std::uint64_t>();
   return ~0ull;
+}
+
+// A two-layer MLP: X[64,96] x W1[96,128], relu, x W2[128,32].
+inline ir::Workload mlp_workload() {
+  ir::Workload w;
+  w.name = "mlp";
+  w.add_tensor("X", {64, 96}, ir::TensorRole::Input);
+  w.add_tensor("W1", {96, 128}, ir::TensorRole::Weight);
+  w.add_tensor("W2", {128, 32}, ir::TensorRole::Weight);
+  w.add_op("fc1", "H[m,n] += X[m,k] * W1[k,n]");
+  w.add_op("act", "A[m,n] = relu(H[m,n])");
+  w.add_op("fc2", "Y[m,n] += A[m,k] * W2[k,n]");
+  w.finalize();
+  return w;
 }
 
 }  // namespace tessera::test

@@ -209,19 +209,6 @@ ir::Workload sample_op(const std::string& cls, Rng& r, const Budget& b) {
   return w;
 }
 
-bool has_weights(const ir::Workload& w) {
-  for (const auto& in : w.ops()[0].expr.inputs)
-    if (w.tensor(in.tensor).role == ir::TensorRole::Weight) return true;
-  return false;
-}
-
-Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w) {
-  Bytes b = 0;
-  for (const auto& part : p.parts)
-    if (w.tensor(part.tensor).role == ir::TensorRole::Weight) b += part.bytes_per_core;
-  return b;
-}
-
 // The sample operator fed by a producer (a scale of a fresh input) instead of reading a model
 // input: its input then starts in a plan's layout, as inside a model.
 ir::Workload with_producer(const ir::Workload& w) {
@@ -235,8 +222,7 @@ ir::Workload with_producer(const ir::Workload& w) {
   out.add_op("pre", fmt::format("{0}[{1}] = {0}0[{1}] * 1.0", x, ax));
   for (const auto& t : w.tensors())
     if (t.name != x && !out.has_tensor(t.name)) out.add_tensor(t.name, t.shape, t.role, t.dtype);
-  std::map<std::string, std::int64_t> extents = op.extent;
-  out.add_op(op.name, op.expr.text, extents);
+  out.add_op(op.name, op.expr.text, op.extent);
   out.finalize();
   return out;
 }
@@ -273,10 +259,7 @@ ir::Workload single_op(const ir::Workload& w, const ir::Operator& op) {
   }
   const ir::Tensor& out = w.tensor(op.expr.output.tensor);
   one.add_tensor(out.name, out.shape, ir::TensorRole::Activation, out.dtype);
-  std::map<std::string, std::int64_t> extents;
-  for (const auto& a : op.expr.output_axes()) extents[a] = op.extent.at(a);
-  for (const auto& a : op.expr.reduction_axes()) extents[a] = op.extent.at(a);
-  one.add_op(op.name, op.expr.text, extents);
+  one.add_op(op.name, op.expr.text, op.extent);
   one.finalize();
   return one;
 }
@@ -303,19 +286,14 @@ std::vector<plan::Plan> candidate_plans(const ir::Workload& w, const plan::Targe
 
 std::vector<plan::Plan> idle_choices(const ir::Workload& w, const plan::Plan& active, const plan::Target& t) {
   std::vector<plan::Plan> out{active};
-  if (!has_weights(w)) return out;
   const ir::Operator& op = w.ops()[0];
+  if (!schedule::has_weights(op, w)) return out;
   const plan::Plan* lean = nullptr;
   const std::vector<plan::Plan> all = plan::enumerate_plans(op, w, t);
   for (const auto& p : all)
-    if (!lean || weight_bytes(p, w) < weight_bytes(*lean, w)) lean = &p;
+    if (!lean || schedule::weight_bytes(p, w) < schedule::weight_bytes(*lean, w)) lean = &p;
   if (!lean->same_as(active)) out.push_back(*lean);
-  plan::Plan striped = active;  // the schedule's leanest idle layout: weights striped over every core
-  striped.weights_striped = true;
-  for (auto& part : striped.parts)
-    if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
-      part.bytes_per_core = lower::stripe_bytes(w.tensor(part.tensor), static_cast<std::size_t>(t.cores));
-  out.push_back(striped);
+  out.push_back(schedule::striped_weights(active, w, t.cores));
   return out;
 }
 
@@ -337,11 +315,83 @@ void run_alone(const ir::Workload& w, const std::vector<plan::Plan>& active, con
   const plan::Plan& a = os.active;
   s.plan = a.describe() + (os.idle.same_as(a) ? "" : os.idle.weights_striped ? " (weights striped)" : " (weights lean)");
   s.terms = os.terms;
-  s.analytical_cycles = os.active.cost.total_cycles + os.setup_cycles;
   for (const auto& j : o.results.at("operators"))
     if (j.at("name").get<std::string>() == op.name) s.simulated_cycles = j.at("cycles").get<double>();
   if (!(s.simulated_cycles > 0)) throw Error(fmt::format("sample '{}': the simulator reported no time for it", s.expr));
 }
+
+namespace {
+
+// Runs `want` samples of one class: shapes drawn from `r`, each with its candidate plans.
+std::vector<Sample> sample_class(const std::string& cls, std::size_t want, const plan::Target& t, const Budget& b,
+                                 const CalibrateOptions& o, Rng& r) {
+  std::vector<Sample> got;
+  std::size_t failures = 0;
+  for (std::size_t shape = 0; got.size() < want; ++shape) {
+    const std::size_t before = got.size();
+    const ir::Workload w = sample_op(cls, r, b);
+    const auto plans = candidate_plans(w, t, std::min(o.plans_per_shape, want - got.size()), r.e());
+    // Half the shapes read their first input from a producer (in this plan's layout or in
+    // another): inside a model most inputs come from the operator before.
+    const bool produced = shape % 2 == 1;
+    const ir::Workload wp = produced ? with_producer(w) : ir::Workload{};
+    for (const auto& p : plans) {
+      const auto idles = idle_choices(w, p, t);
+      const plan::Plan& idle = idles[static_cast<std::size_t>(r.pick(static_cast<std::int64_t>(idles.size())))];
+      Sample s;
+      s.cls = cls;
+      s.shape = shape;
+      s.held_out = shape % 4 == 3;  // every fourth shape is held out of the fit
+      try {
+        if (produced) {
+          const plan::Plan pre = producer_plan(wp, p, r.pick(2) == 0, t, r);
+          run_alone(wp, {pre, p}, {pre, idle}, t, s);
+        } else {
+          run_alone(w, {p}, {idle}, t, s);
+        }
+      } catch (const lower::FitError&) {
+        ++failures;  // this plan leaves no room beside its inputs' home layout: not a sample
+        continue;
+      }
+      got.push_back(std::move(s));
+    }
+    if (failures > 4 * want)
+      throw Error(fmt::format("calibrate: {}: {} sampled plans did not fit the config's scratchpads", cls, failures));
+    // One line per tenth of the class.
+    if (o.progress && (got.size() * 10 / want != before * 10 / want || got.size() >= want))
+      o.progress(fmt::format("{}: {}/{} samples ({} shapes)", cls, got.size(), want, shape + 1));
+  }
+  return got;
+}
+
+// Fits on the shapes not held out; measures on the held-out ones, ranking included (tau between
+// predicted and simulated times over each held-out shape's plans).
+ClassModel fit_class(const std::vector<Sample>& got) {
+  std::vector<Terms> fx, hx;
+  std::vector<double> fy, hy;
+  for (const auto& s : got) {
+    (s.held_out ? hx : fx).push_back(s.terms);
+    (s.held_out ? hy : fy).push_back(s.simulated_cycles);
+  }
+  ClassModel m = fit(fx, fy);
+  m.held_out = stats(m, hx, hy);
+  std::map<std::size_t, std::pair<std::vector<double>, std::vector<double>>> groups;
+  for (const auto& s : got)
+    if (s.held_out) {
+      groups[s.shape].first.push_back(m.predict(s.terms).total());
+      groups[s.shape].second.push_back(s.simulated_cycles);
+    }
+  double tau = 0;
+  for (const auto& [shape, g] : groups)
+    if (g.first.size() >= 2) {
+      tau += kendall_tau(g.first, g.second);
+      ++m.held_out.tau_groups;
+    }
+  m.held_out.kendall_tau = m.held_out.tau_groups ? tau / static_cast<double>(m.held_out.tau_groups) : 0;
+  return m;
+}
+
+}  // namespace
 
 Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o) {
   if (o.classes.empty()) throw Error("calibrate: expected at least one operator class");
@@ -361,70 +411,9 @@ Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o) {
   cal.model.config_fingerprint = cfg.fingerprint;
   cal.model.seed = o.seed;
   for (std::size_t ci = 0; ci < o.classes.size(); ++ci) {
-    const std::string& cls = o.classes[ci];
-    const std::size_t want = o.samples / o.classes.size();
     Rng r(o.seed * 1000003 + ci);
-    std::vector<Sample> got;
-    std::size_t failures = 0;
-    for (std::size_t shape = 0; got.size() < want; ++shape) {
-      const ir::Workload w = sample_op(cls, r, b);
-      // Every fourth shape is held out of the fit.
-      const bool held = shape % 4 == 3;
-      const auto plans = candidate_plans(w, t, std::min(o.plans_per_shape, want - got.size()), r.e());
-      // Half the shapes read their first input from a producer (in this plan's layout or in
-      // another): inside a model most inputs come from the operator before.
-      const bool produced = shape % 2 == 1;
-      const ir::Workload wp = produced ? with_producer(w) : ir::Workload{};
-      for (const auto& p : plans) {
-        const auto idles = idle_choices(w, p, t);
-        const plan::Plan& idle = idles[static_cast<std::size_t>(r.pick(static_cast<std::int64_t>(idles.size())))];
-        Sample s;
-        s.cls = cls;
-        s.shape = shape;
-        s.held_out = held;
-        try {
-          if (produced) {
-            const plan::Plan pre = producer_plan(wp, p, r.pick(2) == 0, t, r);
-            run_alone(wp, {pre, p}, {pre, idle}, t, s);
-          } else {
-            run_alone(w, {p}, {idle}, t, s);
-          }
-        } catch (const lower::FitError&) {
-          ++failures;  // this plan leaves no room beside its inputs' home layout: not a sample
-          continue;
-        }
-        got.push_back(std::move(s));
-      }
-      if (failures > 4 * want) throw Error(fmt::format("calibrate: {}: {} sampled plans did not fit the config's scratchpads", cls, failures));
-      if (o.progress && (got.size() * 10 / want != (got.size() - std::min(got.size(), plans.size())) * 10 / want || got.size() >= want))
-        o.progress(fmt::format("{}: {}/{} samples ({} shapes)", cls, std::min(got.size(), want), want, shape + 1));
-    }
-    // Fit on the shapes not held out; measure on the held-out ones.
-    std::vector<Terms> fx, hx;
-    std::vector<double> fy, hy;
-    for (const auto& s : got) {
-      (s.held_out ? hx : fx).push_back(s.terms);
-      (s.held_out ? hy : fy).push_back(s.simulated_cycles);
-    }
-    ClassModel m = fit(fx, fy);
-    m.held_out = stats(m, hx, hy);
-    // Ranking: tau between predicted and simulated times over each held-out shape's plans.
-    std::map<std::size_t, std::pair<std::vector<double>, std::vector<double>>> groups;
-    for (const auto& s : got)
-      if (s.held_out) {
-        groups[s.shape].first.push_back(m.predict(s.terms).total());
-        groups[s.shape].second.push_back(s.simulated_cycles);
-      }
-    double tau = 0;
-    std::size_t ng = 0;
-    for (const auto& [shape, g] : groups)
-      if (g.first.size() >= 2) {
-        tau += kendall_tau(g.first, g.second);
-        ++ng;
-      }
-    m.held_out.kendall_tau = ng ? tau / static_cast<double>(ng) : 0;
-    m.held_out.tau_groups = ng;
-    cal.model.classes[cls] = m;
+    std::vector<Sample> got = sample_class(o.classes[ci], o.samples / o.classes.size(), t, b, o, r);
+    cal.model.classes[o.classes[ci]] = fit_class(got);
     cal.model.samples += got.size();
     for (auto& s : got) cal.samples.push_back(std::move(s));
   }

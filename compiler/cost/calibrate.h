@@ -25,7 +25,6 @@ struct Sample {
   std::string expr, plan;      // the operator as written, the plan as described
   Terms terms;                 // analytical terms: the features
   double simulated_cycles = 0;
-  double analytical_cycles = 0;  // the analytical model's prediction
 };
 
 struct CalibrateOptions {
@@ -60,7 +59,8 @@ ir::Workload single_op(const ir::Workload& w, const ir::Operator& op);
 std::vector<plan::Plan> candidate_plans(const ir::Workload& w, const plan::Target& t, std::size_t count,
                                         std::uint64_t seed);
 
-// Model inputs of a sample workload (operator 0's weights): idle layouts to draw from.
+// Idle layouts a sample's weights may rest in: the active plan's own, the leanest plan's, and
+// stripes over every core (only the first when operator 0 has no weights).
 std::vector<plan::Plan> idle_choices(const ir::Workload& w, const plan::Plan& active, const plan::Target& t);
 
 }  // namespace tessera::cost

@@ -192,20 +192,29 @@ ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& y) {
 FitStats stats(const ClassModel& m, const std::vector<Terms>& x, const std::vector<double>& y) {
   FitStats s;
   s.samples = x.size();
-  if (x.empty()) return s;
-  double mean = 0;
+  std::vector<double> p;
+  for (const auto& t : x) p.push_back(m.predict(t).total());
+  s.mape = mape(p, y);
+  s.r2 = r2(p, y);
+  return s;
+}
+
+double mape(const std::vector<double>& p, const std::vector<double>& y) {
+  double ape = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) ape += std::abs(p[i] - y[i]) / y[i];
+  return y.empty() ? 0 : ape / static_cast<double>(y.size());
+}
+
+double r2(const std::vector<double>& p, const std::vector<double>& y) {
+  if (y.empty()) return 0;
+  double mean = 0, ss_res = 0, ss_tot = 0;
   for (double v : y) mean += v;
   mean /= static_cast<double>(y.size());
-  double ape = 0, ss_res = 0, ss_tot = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double p = m.predict(x[i]).total();
-    ape += std::abs(p - y[i]) / y[i];
-    ss_res += (p - y[i]) * (p - y[i]);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    ss_res += (p[i] - y[i]) * (p[i] - y[i]);
     ss_tot += (y[i] - mean) * (y[i] - mean);
   }
-  s.mape = ape / static_cast<double>(x.size());
-  s.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
-  return s;
+  return ss_tot > 0 ? 1.0 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
 }
 
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {

@@ -85,6 +85,9 @@ void save_calibration(const std::string& path, const Model& m);
 // zero keep weight 0.
 ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& simulated);
 FitStats stats(const ClassModel& m, const std::vector<Terms>& x, const std::vector<double>& simulated);
+// Mean |predicted - simulated| / simulated, and 1 - SS_res / SS_tot (0 for empty series).
+double mape(const std::vector<double>& predicted, const std::vector<double>& simulated);
+double r2(const std::vector<double>& predicted, const std::vector<double>& simulated);
 // Kendall's tau-b between two equally long series (0 when either is constant).
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
 

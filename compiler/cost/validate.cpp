@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -19,24 +18,6 @@ struct Series {
   std::vector<double> predicted, simulated, analytical;
 };
 
-double mape(const std::vector<double>& p, const std::vector<double>& y) {
-  double s = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) s += std::abs(p[i] - y[i]) / y[i];
-  return y.empty() ? 0 : s / static_cast<double>(y.size());
-}
-
-double r2(const std::vector<double>& p, const std::vector<double>& y) {
-  if (y.empty()) return 0;
-  double mean = 0, res = 0, tot = 0;
-  for (double v : y) mean += v;
-  mean /= static_cast<double>(y.size());
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    res += (p[i] - y[i]) * (p[i] - y[i]);
-    tot += (y[i] - mean) * (y[i] - mean);
-  }
-  return tot > 0 ? 1 - res / tot : (res == 0 ? 1 : 0);
-}
-
 std::string csv_quote(const std::string& s) {
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -45,7 +26,7 @@ std::string csv_quote(const std::string& s) {
 
 // Candidate plans of the costliest distinct operators of each class, run alone.
 void rank_plans(const ir::Workload& w, const sim::Config& cfg, const compiler::CompileOptions& copt,
-                const Validation& v, const ValidateOptions& o, Validation& out) {
+                const ValidateOptions& o, Validation& v) {
   plan::Target t;
   t.config = &cfg;
   t.cores = static_cast<std::int64_t>(cfg.total_cores());
@@ -73,20 +54,21 @@ void rank_plans(const ir::Workload& w, const sim::Config& cfg, const compiler::C
         continue;  // does not fit beside its inputs' home layout
       }
       const ClassModel& m = copt.model.for_class(cls);
-      out.ranks.push_back({op.name, cls, s.plan, m.predict(s.terms).total(), s.analytical_cycles, s.simulated_cycles});
-      pred.push_back(out.ranks.back().predicted);
-      ana.push_back(s.analytical_cycles);
+      v.ranks.push_back({op.name, cls, s.plan, m.predict(s.terms).total(), analytical().predict(s.terms).total(),
+                         s.simulated_cycles});
+      pred.push_back(v.ranks.back().predicted);
+      ana.push_back(v.ranks.back().analytical);
       sim.push_back(s.simulated_cycles);
     }
     if (sim.size() < 2) continue;
     ++taken[cls];
-    ClassSummary& c = out.classes[cls];
+    ClassSummary& c = v.classes[cls];
     c.kendall_tau += kendall_tau(pred, sim);
     c.analytical_tau += kendall_tau(ana, sim);
     ++c.tau_ops;
     if (o.progress) o.progress(fmt::format("ranked {} plans of {} ({})", sim.size(), op.name, cls));
   }
-  for (auto& [cls, c] : out.classes)
+  for (auto& [cls, c] : v.classes)
     if (c.tau_ops) {
       c.kendall_tau /= static_cast<double>(c.tau_ops);
       c.analytical_tau /= static_cast<double>(c.tau_ops);
@@ -108,7 +90,7 @@ Validation validate(const ir::Workload& w, const sim::Config& cfg, const compile
   for (std::size_t i = 0; i < w.ops().size(); ++i) {
     const auto& op = w.ops()[i];
     const auto& os = c.schedule.ops[i];
-    OpRow r{op.name, op_class(op), os.active.describe(), os.active.cost.total_cycles + os.setup_cycles,
+    Row r{op.name, op_class(op), os.active.describe(), os.active.cost.total_cycles + os.setup_cycles,
             analytical().predict(os.terms).total(), simulated.count(op.name) ? simulated[op.name] : 0.0};
     v.predicted_cycles += r.predicted;
     v.analytical_cycles += r.analytical;
@@ -128,7 +110,7 @@ Validation validate(const ir::Workload& w, const sim::Config& cfg, const compile
     cs.r2 = r2(s.predicted, s.simulated);
     cs.calibrated = copt.model.for_class(cls).calibrated;
   }
-  rank_plans(w, cfg, copt, v, o, v);
+  rank_plans(w, cfg, copt, o, v);
   return v;
 }
 
@@ -148,21 +130,12 @@ Json to_json(const Validation& v) {
                               {"analytical_error", rel(v.analytical_cycles, v.simulated_cycles)}}}};
 }
 
-void write_ops_csv(const std::string& path, const Validation& v) {
+void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path);
   if (!out) throw Error(fmt::format("{}: cannot write file", path));
   out << "operator,class,plan,predicted_cycles,analytical_cycles,simulated_cycles\n";
-  for (const auto& r : v.ops)
+  for (const auto& r : rows)
     out << fmt::format("{},{},{},{},{},{}\n", csv_quote(r.name), r.cls, csv_quote(r.plan), r.predicted, r.analytical, r.simulated);
-  if (!out) throw Error(fmt::format("{}: write failed", path));
-}
-
-void write_ranks_csv(const std::string& path, const Validation& v) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("{}: cannot write file", path));
-  out << "operator,class,plan,predicted_cycles,analytical_cycles,simulated_cycles\n";
-  for (const auto& r : v.ranks)
-    out << fmt::format("{},{},{},{},{},{}\n", csv_quote(r.op), r.cls, csv_quote(r.plan), r.predicted, r.analytical, r.simulated);
   if (!out) throw Error(fmt::format("{}: write failed", path));
 }
 

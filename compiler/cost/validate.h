@@ -14,14 +14,10 @@
 
 namespace tessera::cost {
 
-struct OpRow {
+// One operator in the model, or one candidate plan of an operator run alone.
+struct Row {
   std::string name, cls, plan;
   double predicted = 0, analytical = 0, simulated = 0;  // cycles
-};
-
-struct RankRow {  // one candidate plan of one operator, run alone
-  std::string op, cls, plan;
-  double predicted = 0, analytical = 0, simulated = 0;
 };
 
 struct ClassSummary {
@@ -33,8 +29,8 @@ struct ClassSummary {
 };
 
 struct Validation {
-  std::vector<OpRow> ops;
-  std::vector<RankRow> ranks;
+  std::vector<Row> ops;    // every operator of the compiled model
+  std::vector<Row> ranks;  // the candidate plans run alone
   std::map<std::string, ClassSummary> classes;
   double predicted_cycles = 0, analytical_cycles = 0, simulated_cycles = 0;
 };
@@ -50,7 +46,7 @@ Validation validate(const ir::Workload& w, const sim::Config& cfg, const compile
                     const ValidateOptions& o);
 
 Json to_json(const Validation& v);
-void write_ops_csv(const std::string& path, const Validation& v);
-void write_ranks_csv(const std::string& path, const Validation& v);
+// operator,class,plan,predicted_cycles,analytical_cycles,simulated_cycles
+void write_csv(const std::string& path, const std::vector<Row>& rows);
 
 }  // namespace tessera::cost

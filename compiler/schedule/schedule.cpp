@@ -37,18 +37,6 @@ std::vector<plan::Plan> with_names(std::vector<plan::Plan> plans, const ir::Oper
   return plans;
 }
 
-Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w) {
-  Bytes b = 0;
-  for (const auto& part : p.parts)
-    if (w.tensor(part.tensor).role == ir::TensorRole::Weight) b += part.bytes_per_core;
-  return b;
-}
-
-bool has_weights(const ir::Operator& op, const ir::Workload& w) {
-  for (const auto& in : op.expr.inputs)
-    if (w.tensor(in.tensor).role == ir::TensorRole::Weight) return true;
-  return false;
-}
 
 // Analytical cost of gathering operands into a plan's layout (cost::Terms input or setup).
 struct Gather {
@@ -209,6 +197,28 @@ std::optional<plan::Plan> follow_producer(std::size_t i, const ir::Workload& w, 
 
 }  // namespace
 
+Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w) {
+  Bytes b = 0;
+  for (const auto& part : p.parts)
+    if (w.tensor(part.tensor).role == ir::TensorRole::Weight) b += part.bytes_per_core;
+  return b;
+}
+
+bool has_weights(const ir::Operator& op, const ir::Workload& w) {
+  for (const auto& in : op.expr.inputs)
+    if (w.tensor(in.tensor).role == ir::TensorRole::Weight) return true;
+  return false;
+}
+
+plan::Plan striped_weights(const plan::Plan& p, const ir::Workload& w, std::int64_t cores) {
+  plan::Plan q = p;
+  q.weights_striped = true;
+  for (auto& part : q.parts)
+    if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
+      part.bytes_per_core = lower::stripe_bytes(w.tensor(part.tensor), static_cast<std::size_t>(cores));
+  return q;
+}
+
 Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
   const auto n = static_cast<int>(w.ops().size());
   // Each non-weight tensor is live from its producer (-1: before the first operator) to its last
@@ -248,13 +258,8 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     for (const auto& p : front) present = present || p.same_as(keep);
     if (!present) front.push_back(std::move(keep));
     if (has_weights(op, w)) {
-      // The leanest idle layout of all: weights striped over every core.
-      plan::Plan striped = front.front();
-      striped.weights_striped = true;
-      for (auto& part : striped.parts)
-        if (w.tensor(part.tensor).role == ir::TensorRole::Weight)
-          part.bytes_per_core = lower::stripe_bytes(w.tensor(part.tensor), static_cast<std::size_t>(o.target.cores));
-      striped.cost.total_cycles = std::numeric_limits<double>::infinity();
+      plan::Plan striped = striped_weights(front.front(), w, o.target.cores);
+      striped.cost.total_cycles = std::numeric_limits<double>::infinity();  // never an active plan
       front.push_back(std::move(striped));
     }
     return front;

@@ -43,6 +43,13 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o);
 Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,
                         const std::vector<plan::Plan>& idle);
 
+// Bytes per core of a plan's weight operands.
+Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w);
+bool has_weights(const ir::Operator& op, const ir::Workload& w);
+// `p` as a T10 idle layout with its weights striped evenly over `cores` cores: the leanest layout
+// any operator can keep them in between uses (never an active plan).
+plan::Plan striped_weights(const plan::Plan& p, const ir::Workload& w, std::int64_t cores);
+
 // Per core bytes of activations that are live across operator boundaries (at the worst boundary),
 // spread evenly over the cores: what every plan must leave room for.
 Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores);

@@ -72,15 +72,7 @@ ir::Workload transformer_block(std::int64_t batch, std::int64_t seq, std::int64_
 }  // namespace
 
 TEST_CASE("Compiled matmul chain equals the reference, both planners", "[functional]") {
-  ir::Workload w;
-  w.name = "mlp";
-  w.add_tensor("X", {64, 96}, ir::TensorRole::Input);
-  w.add_tensor("W1", {96, 128}, ir::TensorRole::Weight);
-  w.add_tensor("W2", {128, 32}, ir::TensorRole::Weight);
-  w.add_op("fc1", "H[m,n] += X[m,k] * W1[k,n]");
-  w.add_op("act", "A[m,n] = relu(H[m,n])");
-  w.add_op("fc2", "Y[m,n] += A[m,k] * W2[k,n]");
-  w.finalize();
+  const ir::Workload w = test::mlp_workload();
   // 16 cores of 8 KiB: the 24 KiB W1 cannot be replicated, so T10 must rotate it.
   const auto cfg = small_chip(16, 8192);
   auto t10 = compile_and_check(w, cfg, "t10");

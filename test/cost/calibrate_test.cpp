@@ -81,15 +81,7 @@ TEST_CASE("calibrate rejects classes it does not know and too few samples", "[co
 
 TEST_CASE("validation sets every operator's prediction beside its simulated time", "[cost][calibrate]") {
   const sim::Config cfg = chip16();
-  ir::Workload w;
-  w.name = "mlp";
-  w.add_tensor("X", {64, 96}, ir::TensorRole::Input);
-  w.add_tensor("W1", {96, 128}, ir::TensorRole::Weight);
-  w.add_tensor("W2", {128, 32}, ir::TensorRole::Weight);
-  w.add_op("fc1", "H[m,n] += X[m,k] * W1[k,n]");
-  w.add_op("act", "A[m,n] = relu(H[m,n])");
-  w.add_op("fc2", "Y[m,n] += A[m,k] * W2[k,n]");
-  w.finalize();
+  const ir::Workload w = test::mlp_workload();
   compiler::CompileOptions co;
   co.shift_buffer_bytes = 256;
   co.model = cost::calibrate(cfg, small_run()).model;

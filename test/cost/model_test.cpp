@@ -47,7 +47,7 @@ TEST_CASE("the fit recovers the weights that generated the times", "[cost]") {
   // The analytical weights miss by the hand-computable amount on one sample: compute 100,
   // 1 step, input 50 and 1 message -> simulated 125 + 20 + 90 + 30 + 118 = 383, analytical 150.
   CHECK(cost::analytical().predict(x[0]).total() == Approx(150));
-  CHECK(y[0] == Approx(383));
+  CHECK(m.predict(x[0]).total() == Approx(383));
 }
 
 TEST_CASE("the fit keeps every weight non-negative", "[cost]") {
