@@ -302,6 +302,7 @@ void run_alone(const ir::Workload& w, const std::vector<plan::Plan>& active, con
   schedule::Options so;
   so.target = t;
   so.target.model = nullptr;  // the terms are what the sample records; pricing is the fit's job
+  so.replay_exchange = true;
   const schedule::Schedule sch = schedule::schedule_fixed(w, so, active, idle);
   lower::Options lo;
   lo.shift_buffer_bytes = t.shift_buffer_bytes;

@@ -13,24 +13,28 @@ namespace tessera::cost {
 
 const std::array<const char*, kFeatures>& feature_names() {
   static const std::array<const char*, kFeatures> names{
-      "compute_cycles", "steps",        "shift_cycles",   "sync_cycles", "input_cycles",
-      "input_messages", "setup_cycles", "setup_messages", "constant"};
+      "compute_cycles", "steps",          "shift_cycles",   "shift_exchange_cycles", "sync_cycles", "input_cycles",
+      "input_messages", "input_exchange_cycles", "setup_cycles", "setup_messages",
+      "setup_exchange_cycles", "constant"};
   return names;
 }
 
 Vec features(const Terms& t) {
-  return {t.compute_cycles, t.steps,        t.shift_cycles,   t.sync_cycles, t.input_cycles,
-          t.input_messages, t.setup_cycles, t.setup_messages, 1.0};
+  return {t.compute_cycles,  t.steps,          t.shift_cycles,          t.shift_exchange_cycles, t.sync_cycles,
+          t.input_cycles,    t.input_messages, t.input_exchange_cycles, t.setup_cycles,
+          t.setup_messages,  t.setup_exchange_cycles, 1.0};
 }
 
 Breakdown ClassModel::predict(const Terms& t) const {
   Breakdown b;
-  b.compute = coef[0] * t.compute_cycles + coef[1] * t.steps;
-  b.shift = coef[2] * t.shift_cycles;
+  b.compute = coef[kCompute] * t.compute_cycles + coef[kSteps] * t.steps;
+  b.shift = coef[kShift] * t.shift_cycles + coef[kShiftExchange] * t.shift_exchange_cycles;
   // The constant is the operator's closing barrier and skew: sync time.
-  b.sync = coef[3] * t.sync_cycles + coef[8];
-  b.input = coef[4] * t.input_cycles + coef[5] * t.input_messages;
-  b.setup = coef[6] * t.setup_cycles + coef[7] * t.setup_messages;
+  b.sync = coef[kSync] * t.sync_cycles + coef[kConstant];
+  b.input = coef[kInput] * t.input_cycles + coef[kInputMessages] * t.input_messages +
+            coef[kInputExchange] * t.input_exchange_cycles;
+  b.setup = coef[kSetup] * t.setup_cycles + coef[kSetupMessages] * t.setup_messages +
+            coef[kSetupExchange] * t.setup_exchange_cycles;
   return b;
 }
 

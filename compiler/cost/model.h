@@ -22,14 +22,24 @@ struct Terms {
   double compute_cycles = 0;  // steps x one step's compute (the simulator's compute model)
   double steps = 0;           // compute steps per core
   double shift_cycles = 0;    // rotations: transfer through the shift buffer, copy out of it
+  double shift_exchange_cycles = 0;  // the same with each piece's ring round replayed
   double sync_cycles = 0;     // one barrier per rotated piece, at the config's sync latency
   double input_cycles = 0;    // gathering activation inputs into the plan's layout
   double input_messages = 0;  // source boxes each core gathers its inputs from
+  // The same gather replayed message by message on the interconnect model (compiler/cost/
+  // exchange.h): port and link contention and data already in place included. Computed only
+  // where a model weighs it or a calibration records it (0 otherwise).
+  double input_exchange_cycles = 0;
   double setup_cycles = 0;    // weights from their idle layout into the active one
   double setup_messages = 0;  // source boxes each core gathers its weights from
+  double setup_exchange_cycles = 0;  // the setup gather replayed
 };
 
-constexpr std::size_t kFeatures = 9;  // the eight terms and a constant
+// Feature order (coefficient indices): the eleven terms and a constant.
+enum Feature : std::size_t {
+  kCompute, kSteps, kShift, kShiftExchange, kSync, kInput, kInputMessages, kInputExchange, kSetup, kSetupMessages,
+  kSetupExchange, kConstant, kFeatures
+};
 using Vec = std::array<double, kFeatures>;
 const std::array<const char*, kFeatures>& feature_names();
 Vec features(const Terms& t);
@@ -49,7 +59,7 @@ struct FitStats {
 };
 
 struct ClassModel {
-  Vec coef{1, 0, 1, 1, 1, 0, 1, 0, 0};  // analytical weights
+  Vec coef{1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};  // analytical weights (the replays unweighted)
   bool calibrated = false;
   FitStats fit, held_out;
   Breakdown predict(const Terms& t) const;

@@ -369,84 +369,39 @@ class Lowerer {
     homes_[t.name] = std::move(h);
   }
 
-  // Moves a tensor from its home layout into `dst` views (buffer `buf`, already allocated):
-  // every destination box is gathered from the source boxes that hold it (replicas spread
-  // over the readers), sends first on every core, then local copies, then receives.
+  // Re-layouts before an operator, collected over all its operands and then emitted together:
+  // on every core its sends first, then its local copies, then its receives, so that no core
+  // holds back what others wait for while it waits for its own operands.
+  struct Gathering {
+    std::vector<std::vector<LItem>> sends, copies, recvs;  // per core
+  };
+
+  // Adds the moves of tensor `t` from its home layout into `dst` views (buffer `buf`, already
+  // allocated) to `g`.
   void redistribute(const ir::Tensor& t, const Home& src, const std::vector<View>& dst,
-                    const std::string& buf, int tg) {
+                    const std::string& buf, int tg, Gathering& g) {
     const std::size_t rank = t.shape.size();
-    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(rank);
-    std::map<Coords, std::vector<std::size_t>> holders;
-    for (std::size_t c = 0; c < ncores_; ++c) {
-      const View& v = src.views[c];
-      if (v.tensor.empty()) continue;
-      Box b{v.origin, v.extent};
-      if (!clip(b, t.shape)) continue;
-      for (std::size_t d = 0; d < rank; ++d) iv[d].push_back({b.origin[d], b.origin[d] + b.extent[d]});
-      holders[b.origin].push_back(c);
-    }
-    for (auto& x : iv) { std::sort(x.begin(), x.end()); x.erase(std::unique(x.begin(), x.end()), x.end()); }
-    std::vector<std::vector<LItem>> sends(ncores_), copies(ncores_), recvs(ncores_);
-    for (std::size_t c = 0; c < ncores_; ++c) {
-      const View& v = dst[c];
-      if (v.tensor.empty()) continue;
-      Box want{v.origin, v.extent};
-      if (!clip(want, t.shape)) continue;
-      std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> hit(rank);
-      for (std::size_t d = 0; d < rank; ++d) {
-        const std::int64_t lo = want.origin[d], hi = lo + want.extent[d];
-        auto it = std::lower_bound(iv[d].begin(), iv[d].end(), std::make_pair(lo, std::int64_t{0}),
-                                   [](auto a, auto b) { return a.second <= b.first; });
-        for (; it != iv[d].end() && it->first < hi; ++it)
-          if (it->second > lo) hit[d].push_back(*it);
+    g.sends.resize(ncores_);
+    g.copies.resize(ncores_);
+    g.recvs.resize(ncores_);
+    for (const Piece& p : relayout_pieces(t.shape, src.views, dst)) {
+      if (p.from == p.to) {
+        std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+        for (std::size_t d = 0; d < rank; ++d) ranges.push_back({p.box.origin[d], p.box.origin[d] + p.box.extent[d]});
+        g.copies[p.to].push_back(copy_item(p.box.elements(), src.buffer, buf, tg, copy_expr(rank), std::move(ranges)));
+      } else {
+        const std::int64_t bytes = p.box.elements() * 2;
+        g.sends[p.from].push_back(msg(K::Send, p.to, src.buffer, bytes, tg, &p.box));
+        g.recvs[p.to].push_back(msg(K::Recv, p.from, buf, bytes, tg));
       }
-      std::vector<std::size_t> pick(rank, 0);
-      bool done = false;
-      for (auto& h : hit) done = done || h.empty();
-      while (!done) {
-        Coords key(rank);
-        Box piece{Coords(rank), Coords(rank)};
-        for (std::size_t d = 0; d < rank; ++d) {
-          auto [lo, hi] = hit[d][pick[d]];
-          key[d] = lo;
-          piece.origin[d] = std::max(lo, want.origin[d]);
-          piece.extent[d] = std::min(hi, want.origin[d] + want.extent[d]) - piece.origin[d];
-        }
-        auto hs = holders.find(key);
-        if (hs != holders.end()) {
-          const auto& list = hs->second;
-          std::size_t from = std::find(list.begin(), list.end(), c) != list.end() ? c : list[c % list.size()];
-          const std::int64_t bytes = piece.elements() * 2;
-          if (from == c) {
-            std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
-            for (std::size_t d = 0; d < rank; ++d) ranges.push_back({piece.origin[d], piece.origin[d] + piece.extent[d]});
-            copies[c].push_back(copy_item(piece.elements(), src.buffer, buf, tg, copy_expr(rank), std::move(ranges)));
-          } else {
-            sends[from].push_back(msg(K::Send, c, src.buffer, bytes, tg, &piece));
-            recvs[c].push_back(msg(K::Recv, from, buf, bytes, tg));
-          }
-        }
-        std::size_t d = rank;
-        for (;;) {
-          if (d == 0) { done = true; break; }
-          --d;
-          if (++pick[d] < hit[d].size()) break;
-          pick[d] = 0;
-        }
-      }
-    }
-    for (std::size_t c = 0; c < ncores_; ++c) {
-      auto& o = out_.cores[c];
-      o.insert(o.end(), sends[c].begin(), sends[c].end());
-      o.insert(o.end(), copies[c].begin(), copies[c].end());
-      o.insert(o.end(), recvs[c].begin(), recvs[c].end());
     }
   }
 
-  static bool same_views(const std::vector<View>& a, const std::vector<View>& b) {
-    for (std::size_t c = 0; c < a.size(); ++c)
-      if (a[c].tensor != b[c].tensor || a[c].origin != b[c].origin || a[c].extent != b[c].extent || a[c].cyclic != b[c].cyclic) return false;
-    return true;
+  void emit(const Gathering& g) {
+    for (std::size_t c = 0; c < g.sends.size(); ++c) {
+      auto& o = out_.cores[c];
+      for (const auto* items : {&g.sends[c], &g.copies[c], &g.recvs[c]}) o.insert(o.end(), items->begin(), items->end());
+    }
   }
 
   // ---- operators ---------------------------------------------------------------------------
@@ -468,17 +423,19 @@ class Lowerer {
     if (vgm && p.rounds > 1) { run_rounds(i); return; }
     std::vector<std::string> bufs(p.parts.size()), copies;
     const int t_setup = tag(op.name, "setup"), t_input = tag(op.name, "input"), t_main = tag(op.name, "main");
+    Gathering gathering;
     for (std::size_t k = 0; k + 1 < p.parts.size(); ++k) {
       const ir::Tensor& t = w_.tensor(op.expr.inputs[k].tensor);
       const Home& h = homes_.at(t.name);
       auto views = part_views(i, k, p);
-      if (same_views(h.views, views)) { bufs[k] = h.buffer; continue; }
+      if (same_layout(h.views, views)) { bufs[k] = h.buffer; continue; }
       bufs[k] = fmt::format("{}.in{}", op.name, k);
       alloc_all(bufs[k], views, fmt::format("operator '{}' input '{}'", op.name, t.name));
       copies.push_back(bufs[k]);
       const bool setup = !vgm && t.role == ir::TensorRole::Weight;
-      redistribute(t, h, views, bufs[k], setup ? t_setup : t_input);
+      redistribute(t, h, views, bufs[k], setup ? t_setup : t_input, gathering);
     }
+    emit(gathering);
     // Output: T10 keeps it where it is computed; VGM computes into a local buffer, then stores.
     const ir::Tensor& out = w_.tensor(op.expr.output.tensor);
     auto out_views = part_views(i, p.parts.size() - 1, p);
@@ -502,7 +459,9 @@ class Lowerer {
     if (s_.planner == "vgm") {
       Home h{out.name, stripes(out)};
       alloc_all(h.buffer, h.views, fmt::format("operator '{}' output in VGM", op.name));
-      redistribute(out, Home{out_buf, out_views}, h.views, h.buffer, t_main);
+      Gathering g;
+      redistribute(out, Home{out_buf, out_views}, h.views, h.buffer, t_main, g);
+      emit(g);
       free_all(out_buf);
       homes_[out.name] = std::move(h);
     } else {
@@ -542,13 +501,15 @@ class Lowerer {
     bufs.back() = op.name + ".out";
     alloc_all(bufs.back(), out_views, fmt::format("operator '{}' output", op.name));
     for (std::int64_t r = 0; r < p.rounds; ++r) {
+      Gathering gathering;
       for (std::size_t k = 0; k < nin; ++k) {
         const ir::Tensor& t = w_.tensor(op.expr.inputs[k].tensor);
         auto views = part_views(i, k, q, static_cast<int>(a), r * chunk);
         bufs[k] = fmt::format("{}.in{}", op.name, k);
         alloc_all(bufs[k], views, fmt::format("operator '{}' input '{}' (round {})", op.name, t.name, r));
-        redistribute(t, homes_.at(t.name), views, bufs[k], t_input);
+        redistribute(t, homes_.at(t.name), views, bufs[k], t_input, gathering);
       }
+      emit(gathering);
       Geometry g(q, op);
       g.set_offset(a, r * chunk);
       const OpEmit e{op, q, g, bufs, plan::step_compute(q, op, cfg_), t_main, 0};  // no shifts: no group
@@ -673,6 +634,103 @@ class Lowerer {
 };
 
 }  // namespace
+
+std::vector<View> plan_views(const plan::Plan& p, const ir::Operator& op, std::size_t part, std::size_t cores) {
+  const Geometry g(p, op);
+  std::vector<View> v(cores);
+  for (std::int64_t c = 0; c < p.cores; ++c) v[static_cast<std::size_t>(c)] = g.view(part, g.coords(c));
+  return v;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> shift_pairs(const plan::Plan& p, const ir::Operator& op,
+                                                             std::size_t part) {
+  const Geometry g(p, op);
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  if (p.parts[part].rot_dim < 0) return out;
+  for (std::int64_t c = 0; c < p.cores; ++c)
+    out.push_back({static_cast<std::size_t>(c), static_cast<std::size_t>(g.neighbour(p.parts[part], g.coords(c), -1))});
+  return out;
+}
+
+std::vector<Bytes> shift_pieces(const plan::Plan& p, const ir::Operator& op, std::size_t part,
+                                Bytes shift_buffer_bytes) {
+  const plan::Part& x = p.parts[part];
+  if (x.rot_dim < 0) return {};
+  const Geometry g(p, op);
+  const View v = g.view(part, g.coords(0));
+  Box b{v.origin, v.extent};
+  b.extent[static_cast<std::size_t>(x.rot_dim)] = p.pace[static_cast<std::size_t>(x.rot_axis)];
+  std::vector<Box> pieces;
+  split(b, static_cast<std::int64_t>(shift_buffer_bytes / 2), pieces);
+  std::vector<Bytes> out;
+  for (const Box& piece : pieces) out.push_back(static_cast<Bytes>(piece.elements() * 2));
+  return out;
+}
+
+bool same_layout(const std::vector<View>& a, const std::vector<View>& b) {
+  for (std::size_t c = 0; c < a.size(); ++c)
+    if (a[c].tensor != b[c].tensor || a[c].origin != b[c].origin || a[c].extent != b[c].extent || a[c].cyclic != b[c].cyclic) return false;
+  return true;
+}
+
+// Every destination box is gathered from the source boxes that hold it; a box held by several
+// cores (replicas) is read from the receiving core itself if it holds one, else from the
+// replica chosen by the receiver's id, which spreads the readers over the holders.
+std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const std::vector<View>& src,
+                                   const std::vector<View>& dst) {
+  const std::size_t rank = shape.size();
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(rank);
+  std::map<Coords, std::vector<std::size_t>> holders;
+  for (std::size_t c = 0; c < src.size(); ++c) {
+    const View& v = src[c];
+    if (v.tensor.empty()) continue;
+    Box b{v.origin, v.extent};
+    if (!clip(b, shape)) continue;
+    for (std::size_t d = 0; d < rank; ++d) iv[d].push_back({b.origin[d], b.origin[d] + b.extent[d]});
+    holders[b.origin].push_back(c);
+  }
+  for (auto& x : iv) { std::sort(x.begin(), x.end()); x.erase(std::unique(x.begin(), x.end()), x.end()); }
+  std::vector<Piece> out;
+  for (std::size_t c = 0; c < dst.size(); ++c) {
+    const View& v = dst[c];
+    if (v.tensor.empty()) continue;
+    Box want{v.origin, v.extent};
+    if (!clip(want, shape)) continue;
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> hit(rank);
+    bool none = false;
+    for (std::size_t d = 0; d < rank; ++d) {
+      const std::int64_t lo = want.origin[d], hi = lo + want.extent[d];
+      auto it = std::lower_bound(iv[d].begin(), iv[d].end(), std::make_pair(lo, std::int64_t{0}),
+                                 [](auto a, auto b) { return a.second <= b.first; });
+      for (; it != iv[d].end() && it->first < hi; ++it)
+        if (it->second > lo) hit[d].push_back(*it);
+      none = none || hit[d].empty();
+    }
+    if (none) continue;
+    std::vector<std::size_t> pick(rank, 0);  // an odometer over the hit intervals
+    for (bool done = false; !done;) {
+      Coords key(rank);
+      Box piece{Coords(rank), Coords(rank)};
+      for (std::size_t d = 0; d < rank; ++d) {
+        auto [lo, hi] = hit[d][pick[d]];
+        key[d] = lo;
+        piece.origin[d] = std::max(lo, want.origin[d]);
+        piece.extent[d] = std::min(hi, want.origin[d] + want.extent[d]) - piece.origin[d];
+      }
+      if (auto hs = holders.find(key); hs != holders.end()) {
+        const auto& list = hs->second;
+        const std::size_t from = std::find(list.begin(), list.end(), c) != list.end() ? c : list[c % list.size()];
+        out.push_back({from, c, std::move(piece)});
+      }
+      done = true;
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++pick[d] < hit[d].size()) { done = false; break; }
+        pick[d] = 0;
+      }
+    }
+  }
+  return out;
+}
 
 Lowered lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o) {
   return Lowerer(w, s, cfg, o).run();

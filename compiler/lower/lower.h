@@ -85,6 +85,30 @@ std::vector<sim::View> stripes(const ir::Tensor& t, std::size_t cores);
 // Bytes of the largest stripe.
 Bytes stripe_bytes(const ir::Tensor& t, std::size_t cores);
 
+// One operand's layout under a plan: its box on each core (part: the plan's inputs in expression
+// order, then the output; cores the plan leaves out hold nothing).
+std::vector<sim::View> plan_views(const plan::Plan& p, const ir::Operator& op, std::size_t part,
+                                  std::size_t cores);
+bool same_layout(const std::vector<sim::View>& a, const std::vector<sim::View>& b);
+// (core, ring neighbour it sends to) for every core of a plan whose operand `part` rotates: one
+// shift round (empty when the operand stays put).
+std::vector<std::pair<std::size_t, std::size_t>> shift_pairs(const plan::Plan& p, const ir::Operator& op,
+                                                             std::size_t part);
+// Bytes of each piece one shift of operand `part` moves through the shift buffer.
+std::vector<Bytes> shift_pieces(const plan::Plan& p, const ir::Operator& op, std::size_t part,
+                                Bytes shift_buffer_bytes);
+
+// One message of a re-layout, or a copy on one core (from == to).
+struct Piece {
+  std::size_t from, to;
+  sim::Box box;
+};
+// The pieces that move a tensor of `shape` from layout `src` into layout `dst`, in the order the
+// program issues them (by receiving core). Lowering and the cost model's exchange replay
+// (compiler/cost/exchange.h) share them.
+std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const std::vector<sim::View>& src,
+                                   const std::vector<sim::View>& dst);
+
 // A core's scratchpad overflows in the lowered program (the schedule's memory model is an
 // estimate; lowering places every buffer exactly).
 struct FitError : Error {

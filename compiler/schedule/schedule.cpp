@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "compiler/cost/exchange.h"
 #include "compiler/lower/lower.h"
 #include "sim/common/error.h"
 
@@ -39,8 +40,18 @@ std::vector<plan::Plan> with_names(std::vector<plan::Plan> plans, const ir::Oper
 
 
 // Analytical cost of gathering operands into a plan's layout (cost::Terms input or setup).
+// One operand's move into operator i's plan p: its part `part`, from part `from_part` of plan
+// `from` (of operator from_op), or from stripes over every core when `from` is null.
+struct Move {
+  std::size_t part;
+  const plan::Plan* from;
+  std::size_t from_op, from_part;
+};
+
 struct Gather {
   double cycles = 0, messages = 0;
+  double exchange = 0;      // the moves replayed on the interconnect model (where asked for)
+  std::vector<Move> moves;  // by operand
 };
 
 // The grid of boxes a tensor is held in: a plan part's windows, or stripes over every core.
@@ -52,88 +63,217 @@ std::vector<std::int64_t> home_block(const plan::Plan& p, const std::string& ten
   return plan::stripe_block(w.tensor(tensor), static_cast<std::size_t>(cores));
 }
 
-// Laying the weights out from the idle plan's layout into the active one.
-Gather setup_terms(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w, const sim::Config& cfg,
-                   std::int64_t cores) {
-  Gather g;
-  if (idle.same_as(act)) return g;
-  for (const auto& part : act.parts)
-    if (const ir::Tensor& x = w.tensor(part.tensor); x.role == ir::TensorRole::Weight) {
-      g.cycles += plan::transfer_cycles(cfg, part.bytes_per_core);
-      g.messages += plan::gather_messages(part, home_block(idle, x.name, w, cores), x.shape);
+// Prices the gathers before each operator (weights: setup; activations: input) and, replayed,
+// the shifts of its plans, with the operator's cost model. The replay on the interconnect model
+// runs only where the model weighs it (or a calibration records it), once per distinct pair of
+// layouts (or shift ring), memoised per operator, operand and plan pair, so that the
+// reconciliation's repeated pricing costs a lookup.
+class Exchanges {
+ public:
+  Exchanges(const ir::Workload& w, const Options& o)
+      : w_(w), cfg_(*o.target.config), cores_(o.target.cores), view_cores_(cfg_.total_cores()), replay_(cfg_) {
+    for (const auto& op : w.ops()) {
+      const cost::ClassModel& m = o.target.model_for(op);
+      models_.push_back(&m);
+      replay_input_.push_back(o.replay_exchange || m.coef[cost::kInputExchange] > 0);
+      replay_setup_.push_back(o.replay_exchange || m.coef[cost::kSetupExchange] > 0);
     }
-  return g;
-}
-
-// The same, priced by the operator's cost model.
-double setup_cycles(const plan::Plan& idle, const plan::Plan& act, const ir::Workload& w,
-                    const sim::Config& cfg, std::int64_t cores, const cost::ClassModel& m) {
-  const Gather g = setup_terms(idle, act, w, cfg, cores);
-  cost::Terms t;
-  t.setup_cycles = g.cycles;
-  t.setup_messages = g.messages;
-  return m.predict(t).setup;
-}
-
-double input_price(const Gather& g, const cost::ClassModel& m) {
-  cost::Terms t;
-  t.input_cycles = g.cycles;
-  t.input_messages = g.messages;
-  return m.predict(t).input;
-}
-
-// Gathering a plan's activation inputs from where their producers left them. Every copy of a
-// replicated input crosses the fabric, and only the producer's cores can send it: the receivers'
-// ports or the senders' ports, whichever is busier, set the time.
-Gather relayout_terms(const plan::Plan& p, std::size_t i, const std::vector<std::size_t>& act,
-                      const std::vector<std::vector<plan::Plan>>& fronts, const ir::Workload& w,
-                      const sim::Config& cfg, std::int64_t cores) {
-  Gather g;
-  const auto& op = w.ops()[i];
-  for (std::size_t k = 0; k < op.expr.inputs.size(); ++k) {
-    const ir::Tensor& x = w.tensor(op.expr.inputs[k].tensor);
-    if (x.role == ir::TensorRole::Weight) continue;
-    const int prod = w.producer(x.name);
-    std::int64_t senders = cores;
-    std::vector<std::int64_t> block = plan::stripe_block(x, static_cast<std::size_t>(cores));
-    if (prod >= 0 && static_cast<std::size_t>(prod) < i) {
-      const plan::Plan& pp = fronts[static_cast<std::size_t>(prod)][act[static_cast<std::size_t>(prod)]];
-      senders = pp.cores;
-      // Same layout as the producer's output: nothing moves.
-      if (pp.parts.back().fs == p.parts[k].fs && p.parts[k].rings == 1 && p.parts[k].rot_dim < 0) continue;
-      block = pp.parts.back().window;
-    }
-    // Only the producer cores holding what this operator reads can send it (a constant index,
-    // like a class token, reads one slice: few senders, many receivers).
-    double read = 1;
-    const auto& acc = op.expr.inputs[k];
-    for (std::size_t d = 0; d < acc.indices.size(); ++d)
-      if (acc.indices[d].terms.empty()) read /= static_cast<double>(x.shape[d]);
-    const double holders = std::max(1.0, static_cast<double>(senders) * read);
-    const double total = static_cast<double>(p.parts[k].rings) * static_cast<double>(x.bytes()) * read;
-    const Bytes per_sender = static_cast<Bytes>(total / holders);
-    g.cycles += std::max(plan::transfer_cycles(cfg, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg, per_sender));
-    g.messages += plan::gather_messages(p.parts[k], block, x.shape);
+    replay_all_ = o.replay_exchange;
+    shift_buffer_bytes_ = o.target.shift_buffer_bytes;
   }
-  return g;
-}
 
-// Final figures of an operator: the input term from its producers' chosen layouts, priced.
-OpSchedule finish_op(const plan::Plan& act, const plan::Plan& idle, const Gather& input, const ir::Workload& w,
-                     const sim::Config& cfg, std::int64_t cores, const cost::ClassModel& m) {
-  OpSchedule os;
-  os.active = act;
-  os.idle = idle;
-  os.active.cost.terms.input_cycles = input.cycles;
-  os.active.cost.terms.input_messages = input.messages;
-  plan::price(os.active.cost, m);
-  os.terms = os.active.cost.terms;
-  const Gather setup = setup_terms(idle, act, w, cfg, cores);
-  os.terms.setup_cycles = setup.cycles;
-  os.terms.setup_messages = setup.messages;
-  os.setup_cycles = m.predict(os.terms).setup;
-  return os;
-}
+  // Sets the replayed shift term of candidate plans of `op` and prices them again (before the
+  // Pareto front is taken), where its model weighs that term.
+  void price_shifts(const ir::Operator& op, const cost::ClassModel& m, std::vector<plan::Plan>& plans) {
+    if (!replay_all_ && !(m.coef[cost::kShiftExchange] > 0)) return;
+    for (auto& p : plans) {
+      p.cost.terms.shift_exchange_cycles = shift_cycles(op, p);
+      plan::price(p.cost, m);
+    }
+  }
+
+  // The shift term with every piece's transfer replayed: one round of the plan's ring sends
+  // (all cores at once) per piece, at the pieces' real sizes.
+  double shift_cycles(const ir::Operator& op, const plan::Plan& p) {
+    double total = 0;
+    std::int64_t events = 1;
+    for (int a : p.loop) {
+      events *= p.steps_on[static_cast<std::size_t>(a)];
+      for (std::size_t k = 0; k < p.parts.size(); ++k) {
+        if (p.parts[k].rot_axis != a) continue;
+        const auto pairs = lower::shift_pairs(p, op, k);
+        double one = 0;
+        for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_))
+          one += ring(pairs, piece) + static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
+        total += static_cast<double>(events) * one;
+      }
+    }
+    return total;
+  }
+
+  // Plans are memoised by address: call when plan lists may have moved.
+  void forget_plans() { memo_.clear(); }
+
+  // Laying operator i's weights out from the idle plan's layout into the active one.
+  Gather setup(std::size_t i, const plan::Plan& idle, const plan::Plan& act) {
+    Gather g;
+    if (idle.same_as(act)) return g;
+    for (std::size_t k = 0; k < act.parts.size(); ++k)
+      if (const ir::Tensor& x = w_.tensor(act.parts[k].tensor); x.role == ir::TensorRole::Weight) {
+        g.cycles += plan::transfer_cycles(cfg_, act.parts[k].bytes_per_core);
+        g.messages += plan::gather_messages(act.parts[k], home_block(idle, x.name, w_, cores_), x.shape);
+        g.moves.push_back({k, idle.weights_striped ? nullptr : &idle, i, k});
+      }
+    if (replay_setup_[i]) g.exchange = replayed(i, act, g.moves);
+    return g;
+  }
+  double setup_price(std::size_t i, const plan::Plan& idle, const plan::Plan& act) {
+    const Gather g = setup(i, idle, act);
+    cost::Terms t;
+    t.setup_cycles = g.cycles;
+    t.setup_messages = g.messages;
+    t.setup_exchange_cycles = g.exchange;
+    return models_[i]->predict(t).setup;
+  }
+
+  // Gathering plan p's activation inputs (operator i) from where their producers left them
+  // (their active plans in `fronts`/`act`). Every copy of a replicated input crosses the
+  // fabric, and only the producer's cores can send it: the receivers' ports or the senders'
+  // ports, whichever is busier, set the analytical time.
+  Gather input(const plan::Plan& p, std::size_t i, const std::vector<std::size_t>& act,
+               const std::vector<std::vector<plan::Plan>>& fronts) {
+    Gather g;
+    const auto& op = w_.ops()[i];
+    for (std::size_t k = 0; k < op.expr.inputs.size(); ++k) {
+      const ir::Tensor& x = w_.tensor(op.expr.inputs[k].tensor);
+      if (x.role == ir::TensorRole::Weight) continue;
+      const int prod = w_.producer(x.name);
+      std::int64_t senders = cores_;
+      std::vector<std::int64_t> block = plan::stripe_block(x, static_cast<std::size_t>(cores_));
+      const plan::Plan* from = nullptr;
+      if (prod >= 0 && static_cast<std::size_t>(prod) < i) {
+        from = &fronts[static_cast<std::size_t>(prod)][act[static_cast<std::size_t>(prod)]];
+        g.moves.push_back({k, from, static_cast<std::size_t>(prod), from->parts.size() - 1});
+        senders = from->cores;
+        // Same layout as the producer's output: nothing moves.
+        if (from->parts.back().fs == p.parts[k].fs && p.parts[k].rings == 1 && p.parts[k].rot_dim < 0) continue;
+        block = from->parts.back().window;
+      } else {
+        g.moves.push_back({k, nullptr, 0, 0});
+      }
+      // Only the producer cores holding what this operator reads can send it (a constant index,
+      // like a class token, reads one slice: few senders, many receivers).
+      double read = 1;
+      const auto& acc = op.expr.inputs[k];
+      for (std::size_t d = 0; d < acc.indices.size(); ++d)
+        if (acc.indices[d].terms.empty()) read /= static_cast<double>(x.shape[d]);
+      const double holders = std::max(1.0, static_cast<double>(senders) * read);
+      const double total = static_cast<double>(p.parts[k].rings) * static_cast<double>(x.bytes()) * read;
+      const Bytes per_sender = static_cast<Bytes>(total / holders);
+      g.cycles += std::max(plan::transfer_cycles(cfg_, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg_, per_sender));
+      g.messages += plan::gather_messages(p.parts[k], block, x.shape);
+    }
+    if (replay_input_[i]) g.exchange = replayed(i, p, g.moves);
+    return g;
+  }
+  double input_price(std::size_t i, const Gather& g) const {
+    cost::Terms t;
+    t.input_cycles = g.cycles;
+    t.input_messages = g.messages;
+    t.input_exchange_cycles = g.exchange;
+    return models_[i]->predict(t).input;
+  }
+
+  // Final figures of operator i: the input term from its producers' chosen layouts, priced.
+  OpSchedule finish(std::size_t i, const plan::Plan& act, const plan::Plan& idle, const Gather& input) {
+    OpSchedule os;
+    os.active = act;
+    os.idle = idle;
+    os.active.cost.terms.input_cycles = input.cycles;
+    os.active.cost.terms.input_messages = input.messages;
+    os.active.cost.terms.input_exchange_cycles = input.exchange;
+    if (replay_all_ || models_[i]->coef[cost::kShiftExchange] > 0)
+      os.active.cost.terms.shift_exchange_cycles = shift_cycles(w_.ops()[i], act);
+    plan::price(os.active.cost, *models_[i]);
+    os.terms = os.active.cost.terms;
+    const Gather s = setup(i, idle, act);
+    os.terms.setup_cycles = s.cycles;
+    os.terms.setup_messages = s.messages;
+    // The program gathers weights and activations together: the setup term is what the
+    // weights add to the inputs' gather (the reconciliation prices them apart, an estimate).
+    if (replay_input_[i] || replay_setup_[i]) {
+      std::vector<Move> all = input.moves;
+      all.insert(all.end(), s.moves.begin(), s.moves.end());
+      std::sort(all.begin(), all.end(), [](const Move& a, const Move& b) { return a.part < b.part; });
+      os.terms.setup_exchange_cycles = std::max(0.0, replayed(i, act, all) - input.exchange);
+    }
+    os.setup_cycles = models_[i]->predict(os.terms).setup;
+    return os;
+  }
+
+ private:
+  // The moves into plan p of operator i replayed together, as the program makes them (every
+  // core's sends for all of them, then its copies, then its receives).
+  double replayed(std::size_t i, const plan::Plan& p, const std::vector<Move>& moves) {
+    std::uint64_t mk = 1469598103934665603ull;
+    for (const Move& m : moves) {
+      fnv(mk, m.part);
+      fnv(mk, reinterpret_cast<std::uintptr_t>(m.from));
+      fnv(mk, m.from_part);
+    }
+    const auto key = std::make_tuple(i, &p, mk);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    std::uint64_t h = 1469598103934665603ull;  // over the shapes and the layouts
+    std::vector<std::pair<const ir::Tensor*, std::pair<std::vector<sim::View>, std::vector<sim::View>>>> layouts;
+    for (const Move& m : moves) {
+      const ir::Tensor& x = w_.tensor(p.parts[m.part].tensor);
+      auto dst = lower::plan_views(p, w_.ops()[i], m.part, view_cores_);
+      auto src = m.from ? lower::plan_views(*m.from, w_.ops()[m.from_op], m.from_part, view_cores_)
+                        : lower::stripes(x, view_cores_);
+      if (lower::same_layout(src, dst)) continue;  // the program reads it where it is
+      for (auto d : x.shape) fnv(h, static_cast<std::uint64_t>(d));
+      for (const auto* layout : {&src, &dst})
+        for (const auto& v : *layout) {
+          fnv(h, v.tensor.empty() ? 0 : 1);
+          for (std::size_t d = 0; d < v.origin.size(); ++d)
+            for (std::int64_t n : {v.origin[d], v.extent[d], static_cast<std::int64_t>(v.cyclic[d])}) fnv(h, static_cast<std::uint64_t>(n));
+        }
+      layouts.push_back({&x, {std::move(src), std::move(dst)}});
+    }
+    auto it = layouts_.find(h);
+    if (it == layouts_.end()) {
+      std::vector<lower::Piece> pieces;
+      for (const auto& [x, sd] : layouts) {
+        auto more = lower::relayout_pieces(x->shape, sd.first, sd.second);
+        pieces.insert(pieces.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+      }
+      it = layouts_.emplace(h, replay_.cycles(pieces)).first;
+    }
+    return memo_[key] = it->second;
+  }
+  static void fnv(std::uint64_t& h, std::uint64_t v) { h = (h ^ v) * 1099511628211ull; }
+
+  double ring(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the pairs and the size
+    fnv(h, bytes);
+    for (const auto& [a, b] : pairs) { fnv(h, a); fnv(h, b); }
+    auto it = rings_.find(h);
+    if (it == rings_.end()) it = rings_.emplace(h, replay_.round(pairs, bytes)).first;
+    return it->second;
+  }
+
+  const ir::Workload& w_;
+  const sim::Config& cfg_;
+  std::int64_t cores_;
+  std::size_t view_cores_;
+  cost::ExchangeReplay replay_;
+  std::vector<const cost::ClassModel*> models_;
+  std::vector<bool> replay_input_, replay_setup_;
+  std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, double> memo_;
+  std::map<std::uint64_t, double> layouts_, rings_;
+  bool replay_all_ = false;
+  Bytes shift_buffer_bytes_ = 0;
+};
 
 // Load-compute-store: every operand crosses the fabric once per use.
 double vgm_transfer_cycles(const plan::Plan& p, const sim::Config& cfg) {
@@ -243,8 +383,10 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   s.planner = "t10";
   const auto& ops = w.ops();
   const std::vector<std::string> sigs = signatures(w);
+  Exchanges exchanges(w, o);
   auto fronts = plans_per_op(w, sigs, [&](const ir::Operator& op) {
     auto all = plan::enumerate_plans(op, w, o.target);
+    exchanges.price_shifts(op, o.target.model_for(op), all);
     // The idle plan minimises weight memory, which the (time, total memory) front may miss:
     // keep the fastest of the weight-leanest plans beside the front.
     const plan::Plan* lean = nullptr;
@@ -272,8 +414,6 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   const Bytes sram = cfg.chip.core.sram_bytes - reserved;
   const Bytes live = live_activation_bytes(w, o.target.cores);
   const std::size_t n = ops.size();
-  std::vector<const cost::ClassModel*> model(n);
-  for (std::size_t i = 0; i < n; ++i) model[i] = &o.target.model_for(ops[i]);
   // Line 3: every operator's weights start in their most memory-efficient plan.
   std::vector<std::size_t> idle(n, 0), act(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
@@ -328,7 +468,7 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         const Bytes need = p.cost.memory_bytes - (q == idle[i] ? weight_bytes(p, w) : 0);
         if (need > m_act) continue;
         const double t = p.cost.total_cycles - p.cost.input_cycles +
-                         input_price(relayout_terms(p, i, act, fronts, w, cfg, o.target.cores), *model[i]);
+                         exchanges.input_price(i, exchanges.input(p, i, act, fronts));
         if (t < best_t) { best_t = t; act[i] = q; found = true; }
       }
       if (!found) {
@@ -340,7 +480,7 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
         }
         break;
       }
-      total += best_t + setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, o.target.cores, *model[i]);
+      total += best_t + exchanges.setup_price(i, fronts[i][idle[i]], fronts[i][act[i]]);
     }
     if (!feasible) break;
     s.history.push_back({idle_bytes, total});
@@ -351,13 +491,13 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     Bytes bdelta = 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (!has_weights(ops[i], w)) continue;
-      const double cur = setup_cycles(fronts[i][idle[i]], fronts[i][act[i]], w, cfg, o.target.cores, *model[i]);
+      const double cur = exchanges.setup_price(i, fronts[i][idle[i]], fronts[i][act[i]]);
       if (cur <= 0) continue;
       const Bytes cur_mem = weight_bytes(fronts[i][idle[i]], w);
       for (std::size_t q = 0; q < fronts[i].size(); ++q) {
         const Bytes mem = weight_bytes(fronts[i][q], w);
         if (mem < cur_mem || q == idle[i] || fronts[i][q].weights_striped) continue;
-        const double saved = cur - setup_cycles(fronts[i][q], fronts[i][act[i]], w, cfg, o.target.cores, *model[i]);
+        const double saved = cur - exchanges.setup_price(i, fronts[i][q], fronts[i][act[i]]);
         // A layout no bigger than the current idle one that saves setup is free: take it first.
         const double ratio = saved / static_cast<double>(std::max<Bytes>(1, mem - cur_mem));
         if (saved > 0 && ratio > best_ratio) { best_ratio = ratio; bo = i; bq = q; bdelta = mem - cur_mem; }
@@ -387,14 +527,15 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
       chosen.push_back(fronts[i][best.act[i]]);
     }
   }
+  exchanges.forget_plans();  // fronts grew: plans may have moved
   s.idle_bytes_per_core = best.idle_bytes;
   s.active_bytes_per_core = sram - best.idle_bytes - live;
   // The prediction of the final choice (layout following changed some active plans).
   s.predicted_cycles = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const plan::Plan& act = fronts[i][best.act[i]];
-    const Gather input = relayout_terms(act, i, best.act, fronts, w, cfg, o.target.cores);
-    OpSchedule os = finish_op(act, fronts[i][best.idle[i]], input, w, cfg, o.target.cores, *model[i]);
+    const Gather input = exchanges.input(act, i, best.act, fronts);
+    OpSchedule os = exchanges.finish(i, act, fronts[i][best.idle[i]], input);
     os.pareto_size = fronts[i].size();
     s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
     s.ops.push_back(std::move(os));
@@ -412,9 +553,10 @@ Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vect
   std::vector<std::vector<plan::Plan>> fronts;
   for (const auto& p : active) fronts.push_back({p});
   const std::vector<std::size_t> act(n, 0);
+  Exchanges exchanges(w, o);
   for (std::size_t i = 0; i < n; ++i) {
-    const Gather input = relayout_terms(active[i], i, act, fronts, w, *o.target.config, o.target.cores);
-    OpSchedule os = finish_op(active[i], idle[i], input, w, *o.target.config, o.target.cores, o.target.model_for(w.ops()[i]));
+    const Gather input = exchanges.input(active[i], i, act, fronts);
+    OpSchedule os = exchanges.finish(i, active[i], idle[i], input);
     os.pareto_size = 1;
     s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
     s.idle_bytes_per_core += weight_bytes(idle[i], w);

@@ -34,6 +34,9 @@ struct Schedule {
 struct Options {
   plan::Target target;
   Bytes reserve_bytes = 0;  // per core, kept for code and runtime (not for tensors)
+  // Replay every gather on the interconnect model (cost::Terms input/setup_exchange_cycles) even
+  // where the cost model gives the replay no weight: calibration samples record it.
+  bool replay_exchange = false;
 };
 
 Schedule schedule_t10(const ir::Workload& w, const Options& o);

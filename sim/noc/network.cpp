@@ -6,39 +6,18 @@
 
 #include "sim/common/clock.h"
 #include "sim/common/error.h"
-#include "sim/noc/exchange.h"
-#include "sim/noc/mesh.h"
 
 namespace tessera::sim {
 
 Network::Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace)
-    : sc_core::sc_module(name), boundary("boundary"), cfg_(cfg), trace_(trace) {
-  const auto inbound_packets =
-      static_cast<std::uint32_t>(cfg.system.buffer_bytes / cfg.system.packet_bytes);
-  for (std::uint32_t c = 0; c < cfg.system.chips; ++c) {
-    if (cfg.chip.exchange)
-      chips_.push_back(std::make_unique<ExchangeFabric>(*cfg.chip.exchange, c, cfg.chip.cores, inbound_packets));
-    else
-      chips_.push_back(std::make_unique<MeshFabric>(*cfg.chip.mesh, c));
-  }
+    : sc_core::sc_module(name), boundary("boundary"), trace_(trace), fabric_(cfg) {
   for (std::uint32_t i = 0; i < cfg.total_cores(); ++i) inboxes_.push_back(std::make_unique<Inbox>());
 }
 
 void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
                    std::shared_ptr<const Payload> payload) {
   const Cycles now = now_cycles();
-  const std::uint32_t sc = cfg_.chip_of(src), dc = cfg_.chip_of(dst);
-  const std::uint32_t ls = src % cfg_.chip.cores, ld = dst % cfg_.chip.cores;
-  Transfer t;
-  if (sc == dc) {
-    t = chips_[sc]->transfer(ls, ld, now, bytes, trace_);
-  } else {
-    path_.clear();
-    chips_[sc]->path_out(ls, path_);
-    boundary->route(sc, dc, path_);
-    chips_[dc]->path_in(ld, path_);
-    t = reserve_packets(path_, now, bytes, boundary->packet_bytes(), trace_);
-  }
+  const Transfer t = fabric_.transfer(src, dst, now, bytes, boundary.operator->(), trace_);
   ++messages_;
   Inbox& in = *inboxes_[dst];
   in.pending.push_back({src, bytes, t.arrival, std::move(payload)});
@@ -68,7 +47,7 @@ std::shared_ptr<const Payload> Network::recv(std::uint32_t dst, std::uint32_t sr
 }
 
 void Network::resources(std::vector<Resource*>& out) {
-  for (auto& c : chips_) c->resources(out);
+  fabric_.resources(out);
 }
 
 }  // namespace tessera::sim

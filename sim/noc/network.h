@@ -9,6 +9,7 @@
 
 #include "sim/config/config.h"
 #include "sim/noc/fabric_if.h"
+#include "sim/noc/interconnect.h"
 
 namespace tessera::sim {
 
@@ -35,11 +36,9 @@ class Network : public sc_core::sc_module, public FabricIf {
     sc_core::sc_event arrived;
   };
 
-  const Config& cfg_;
   TraceRecorder* trace_;
-  std::vector<std::unique_ptr<ChipFabric>> chips_;
+  Interconnect fabric_;
   std::vector<std::unique_ptr<Inbox>> inboxes_;
-  std::vector<Resource*> path_;  // scratch for cross-chip routes
   std::uint64_t messages_ = 0;
 };
 

@@ -60,6 +60,15 @@ void Resource::record_departure(Cycles t) {
   head = (head + 1) % departures.size();
 }
 
+void Resource::reset() {
+  busy_.clear();
+  std::fill(departures.begin(), departures.end(), 0);
+  head = 0;
+  bytes = 0;
+  busy_cycles = 0;
+  transfers = 0;
+}
+
 Transfer reserve_coupled(Resource& src, Resource& dst, Cycles now, Bytes bytes,
                          TraceRecorder* trace) {
   const Cycles d = std::max(src.duration(bytes), dst.duration(bytes));

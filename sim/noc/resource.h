@@ -33,6 +33,8 @@ struct Resource {
   // (the oldest of the last `buffer_packets` packets has left it).
   Cycles credit() const { return departures.empty() ? 0 : departures[head]; }
   void record_departure(Cycles t);
+  // Back to idle with no reservations or statistics (a replay reuses its resources).
+  void reset();
 
   std::string name;
   double bytes_per_cycle;

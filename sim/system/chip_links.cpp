@@ -4,8 +4,8 @@
 
 namespace tessera::sim {
 
-ChipLinks::ChipLinks(sc_core::sc_module_name name, const SystemConfig& cfg)
-    : sc_core::sc_module(name), cfg_(cfg), links_(std::size_t(cfg.chips) * cfg.chips, nullptr) {
+InterChipLinks::InterChipLinks(const SystemConfig& cfg)
+    : cfg_(cfg), links_(std::size_t(cfg.chips) * cfg.chips, nullptr) {
   const std::uint32_t n = cfg.chips;
   const auto buffer_packets = static_cast<std::uint32_t>(cfg.buffer_bytes / cfg.packet_bytes);
   auto add = [&](std::uint32_t a, std::uint32_t b) {
@@ -24,7 +24,7 @@ ChipLinks::ChipLinks(sc_core::sc_module_name name, const SystemConfig& cfg)
   }
 }
 
-void ChipLinks::route(std::uint32_t from, std::uint32_t to, std::vector<Resource*>& out) {
+void InterChipLinks::route(std::uint32_t from, std::uint32_t to, std::vector<Resource*>& out) {
   const std::uint32_t n = cfg_.chips;
   if (cfg_.topology == Topology::FullyConnected) {
     out.push_back(link(from, to));
@@ -39,7 +39,7 @@ void ChipLinks::route(std::uint32_t from, std::uint32_t to, std::vector<Resource
   }
 }
 
-void ChipLinks::resources(std::vector<Resource*>& out) {
+void InterChipLinks::resources(std::vector<Resource*>& out) {
   for (auto& r : storage_) out.push_back(&r);
 }
 

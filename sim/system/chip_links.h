@@ -9,9 +9,10 @@
 
 namespace tessera::sim {
 
-class ChipLinks : public sc_core::sc_module, public ChipBoundaryIf {
+// The links and their routes, usable without a simulation (the compiler's exchange replay).
+class InterChipLinks : public ChipBoundaryIf {
  public:
-  ChipLinks(sc_core::sc_module_name name, const SystemConfig& cfg);
+  explicit InterChipLinks(const SystemConfig& cfg);
   void route(std::uint32_t from, std::uint32_t to, std::vector<Resource*>& out) override;
   Bytes packet_bytes() const override { return cfg_.packet_bytes; }
   void resources(std::vector<Resource*>& out) override;
@@ -21,6 +22,13 @@ class ChipLinks : public sc_core::sc_module, public ChipBoundaryIf {
   SystemConfig cfg_;
   std::deque<Resource> storage_;
   std::vector<Resource*> links_;  // from*chips+to -> direct link, or null
+};
+
+// The same links as a module of the simulated system.
+class ChipLinks : public sc_core::sc_module, public InterChipLinks {
+ public:
+  ChipLinks(sc_core::sc_module_name name, const SystemConfig& cfg)
+      : sc_core::sc_module(name), InterChipLinks(cfg) {}
 };
 
 }  // namespace tessera::sim

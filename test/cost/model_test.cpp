@@ -34,14 +34,15 @@ TEST_CASE("the fit recovers the weights that generated the times", "[cost]") {
   for (const auto& t : x)
     y.push_back(1.25 * t.compute_cycles + 20 * t.steps + t.sync_cycles + 1.8 * t.input_cycles + 30 * t.input_messages + 118);
   const cost::ClassModel m = cost::fit(x, y);
-  CHECK(m.coef[0] == Approx(1.25).margin(1e-9));
-  CHECK(m.coef[1] == Approx(20).margin(1e-7));
-  CHECK(m.coef[3] == Approx(1).margin(1e-9));
-  CHECK(m.coef[4] == Approx(1.8).margin(1e-9));
-  CHECK(m.coef[5] == Approx(30).margin(1e-7));
-  CHECK(m.coef[8] == Approx(118).margin(1e-6));
-  CHECK(m.coef[2] == 0);  // shift and setup never vary from zero: weight 0
-  CHECK(m.coef[6] == 0);
+  CHECK(m.coef[cost::kCompute] == Approx(1.25).margin(1e-9));
+  CHECK(m.coef[cost::kSteps] == Approx(20).margin(1e-7));
+  CHECK(m.coef[cost::kSync] == Approx(1).margin(1e-9));
+  CHECK(m.coef[cost::kInput] == Approx(1.8).margin(1e-9));
+  CHECK(m.coef[cost::kInputMessages] == Approx(30).margin(1e-7));
+  CHECK(m.coef[cost::kConstant] == Approx(118).margin(1e-6));
+  CHECK(m.coef[cost::kShift] == 0);  // shift, setup and the replays never vary from zero: weight 0
+  CHECK(m.coef[cost::kSetup] == 0);
+  CHECK(m.coef[cost::kInputExchange] == 0);
   CHECK(m.fit.mape < 1e-9);
   CHECK(m.fit.r2 == Approx(1.0));
   // The analytical weights miss by the hand-computable amount on one sample: compute 100,
@@ -57,7 +58,7 @@ TEST_CASE("the fit keeps every weight non-negative", "[cost]") {
   for (const auto& t : x) y.push_back(2 * t.compute_cycles - 0.5 * t.input_cycles + 300);
   const cost::ClassModel m = cost::fit(x, y);
   for (double c : m.coef) CHECK(c >= 0);
-  CHECK(m.coef[4] == 0);
+  CHECK(m.coef[cost::kInput] == 0);
   CHECK(m.fit.mape > 0);  // the constraint costs some accuracy
   CHECK(m.fit.mape < 0.1);
 }
@@ -108,7 +109,7 @@ TEST_CASE("a calibration file round-trips and belongs to its config", "[cost]") 
   m.samples = 3;
   cost::ClassModel cm;
   cm.calibrated = true;
-  cm.coef = {1.5, 2, 1, 1, 1.75, 12.5, 1, 0, 118};
+  cm.coef = {1.5, 2, 1, 0.5, 1, 1.75, 12.5, 0.25, 1, 0, 0.75, 118};
   cm.fit.samples = 3;
   cm.fit.mape = 0.01;
   m.classes["matmul"] = cm;
