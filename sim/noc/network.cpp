@@ -11,18 +11,37 @@ namespace tessera::sim {
 
 Network::Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace)
     : sc_core::sc_module(name), boundary("boundary"), trace_(trace), fabric_(cfg) {
-  for (std::uint32_t i = 0; i < cfg.total_cores(); ++i) inboxes_.push_back(std::make_unique<Inbox>());
+  for (std::uint32_t i = 0; i < cfg.total_cores(); ++i) {
+    inboxes_.push_back(std::make_unique<Inbox>());
+    granted_.push_back(std::make_unique<sc_core::sc_event>());
+  }
+  sender_done_.assign(cfg.total_cores(), 0);
+  SC_METHOD(arbitrate);
+  sensitive << requests_ready_;
+  dont_initialize();
 }
 
 void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
                    std::shared_ptr<const Payload> payload) {
+  if (requests_.empty()) requests_ready_.notify(sc_core::SC_ZERO_TIME);
+  requests_.push_back({src, dst, bytes, std::move(payload)});
+  wait(*granted_[src]);
+  wait_until(sender_done_[src]);
+}
+
+void Network::arbitrate() {
   const Cycles now = now_cycles();
-  const Transfer t = fabric_.transfer(src, dst, now, bytes, boundary.operator->(), trace_);
-  ++messages_;
-  Inbox& in = *inboxes_[dst];
-  in.pending.push_back({src, bytes, t.arrival, std::move(payload)});
-  if (in.waiting_for == src) in.arrived.notify(cycles(t.arrival - now));
-  wait_until(t.sender_done);
+  std::sort(requests_.begin(), requests_.end(), [](const Request& a, const Request& b) { return a.src < b.src; });
+  for (Request& r : requests_) {
+    const Transfer t = fabric_.transfer(r.src, r.dst, now, r.bytes, boundary.operator->(), trace_);
+    ++messages_;
+    Inbox& in = *inboxes_[r.dst];
+    in.pending.push_back({r.src, r.bytes, t.arrival, std::move(r.payload)});
+    if (in.waiting_for == r.src) in.arrived.notify(cycles(t.arrival - now));
+    sender_done_[r.src] = t.sender_done;
+    granted_[r.src]->notify();
+  }
+  requests_.clear();
 }
 
 std::shared_ptr<const Payload> Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) {
