@@ -97,6 +97,7 @@ int run_cmd(const CompileArgs& a) {
   Json report = compiler::operator_report(w, c, o.results);
   o.results["planner"] = a.opt.planner;
   o.results["cost_model"] = a.calibration.empty() ? std::string("analytical") : a.calibration;
+  o.results["plans_steered_by"] = c.schedule.steered_by;
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
   o.results["operator_table"] = report;
   o.results["idle_bytes_per_core"] = c.schedule.idle_bytes_per_core;

@@ -377,7 +377,10 @@ Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
   return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
 }
 
-Schedule schedule_t10(const ir::Workload& w, const Options& o) {
+namespace {
+
+// T10's search (Algorithm 1) steered by the target's cost model.
+Schedule search_t10(const ir::Workload& w, const Options& o) {
   const sim::Config& cfg = *o.target.config;
   Schedule s;
   s.planner = "t10";
@@ -541,6 +544,32 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
     s.ops.push_back(std::move(os));
   }
   return s;
+}
+
+}  // namespace
+
+// The search is greedy, and its layout following comes after the plan choices it affects: with a
+// calibrated model steering it, it can end below the plans the analytical model steers it to
+// (NeRF on the mesh). The calibrated model judges both and keeps the one it predicts faster.
+Schedule schedule_t10(const ir::Workload& w, const Options& o) {
+  Schedule s = search_t10(w, o);
+  if (!o.target.model || !o.target.model->calibrated()) return s;
+  s.steered_by = "calibrated";
+  Options plain = o;
+  plain.target.model = nullptr;
+  Schedule a = search_t10(w, plain);
+  std::vector<plan::Plan> act, idle;
+  for (const auto& op : a.ops) { act.push_back(op.active); idle.push_back(op.idle); }
+  const Schedule priced = schedule_fixed(w, o, act, idle);
+  if (!(priced.predicted_cycles < s.predicted_cycles)) return s;
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    const std::size_t pareto = a.ops[i].pareto_size;
+    a.ops[i] = priced.ops[i];
+    a.ops[i].pareto_size = pareto;
+  }
+  a.predicted_cycles = priced.predicted_cycles;
+  a.steered_by = "analytical";
+  return a;
 }
 
 Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,

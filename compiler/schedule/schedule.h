@@ -23,6 +23,9 @@ struct OpSchedule {
 
 struct Schedule {
   std::string planner;  // "t10" or "vgm"
+  // T10 with a calibrated model: which search's plans it kept ("calibrated": steered by the
+  // model; "analytical": steered by the analytical weights, judged faster by the model).
+  std::string steered_by = "analytical";
   std::vector<OpSchedule> ops;  // one per workload operator
   double predicted_cycles = 0;
   Bytes idle_bytes_per_core = 0;     // T10: weights at rest; VGM: the VGM reservation
@@ -39,6 +42,8 @@ struct Options {
   bool replay_exchange = false;
 };
 
+// T10; with a calibrated target model, the better (by that model) of the search it steers and
+// the analytically steered one.
 Schedule schedule_t10(const ir::Workload& w, const Options& o);
 Schedule schedule_vgm(const ir::Workload& w, const Options& o);
 // A T10 schedule with a given active and idle plan per operator, priced by the target's model
