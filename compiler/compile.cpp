@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "compiler/ir/onnx_import.h"
 #include "compiler/ir/workload_json.h"
 #include "sim/common/error.h"
@@ -48,15 +50,25 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   lo.offchip_io = o.offchip_io;
   // The schedule estimates memory per core (activations spread evenly); lowering places every
   // buffer. When a core overflows, schedule again with that much less room, a few times.
+  // With a calibration there are two candidate schedules (schedule.h); the first that lowers wins.
   for (int attempt = 0;; ++attempt) {
-    c.schedule = o.planner == "t10" ? schedule::schedule_t10(w, so) : schedule::schedule_vgm(w, so);
-    try {
-      c.program = lower::lower(w, c.schedule, cfg, lo);
-      break;
-    } catch (const lower::FitError& e) {
-      if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) throw;
-      so.reserve_bytes += e.short_by + e.short_by / 4 + 256;
+    std::vector<schedule::Schedule> cands;
+    if (o.planner == "t10") cands = schedule::schedule_t10_candidates(w, so);
+    else cands.push_back(schedule::schedule_vgm(w, so));
+    std::optional<lower::FitError> first_error;
+    for (auto& cand : cands) {
+      try {
+        c.program = lower::lower(w, cand, cfg, lo);
+        c.schedule = std::move(cand);
+        break;
+      } catch (const lower::FitError& e) {
+        if (!first_error) first_error = e;
+      }
     }
+    if (!c.schedule.planner.empty()) break;
+    const lower::FitError& e = *first_error;
+    if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) throw e;
+    so.reserve_bytes += e.short_by + e.short_by / 4 + 256;
   }
   c.compile_seconds = sim::process_cpu_seconds() - t0;
   return c;

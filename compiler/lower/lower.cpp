@@ -680,7 +680,15 @@ std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const
                                    const std::vector<View>& dst) {
   const std::size_t rank = shape.size();
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(rank);
-  std::map<Coords, std::vector<std::size_t>> holders;
+  // Holders by the origin of their box (the compiler replays many re-layouts: a hash, not a tree).
+  struct CoordsHash {
+    std::size_t operator()(const Coords& c) const {
+      std::size_t h = 1469598103934665603ull;
+      for (auto v : c) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
+      return h;
+    }
+  };
+  std::unordered_map<Coords, std::vector<std::size_t>, CoordsHash> holders;
   for (std::size_t c = 0; c < src.size(); ++c) {
     const View& v = src[c];
     if (v.tensor.empty()) continue;
@@ -691,14 +699,18 @@ std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const
   }
   for (auto& x : iv) { std::sort(x.begin(), x.end()); x.erase(std::unique(x.begin(), x.end()), x.end()); }
   std::vector<Piece> out;
+  out.reserve(dst.size() * 2);
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> hit(rank);
+  std::vector<std::size_t> pick(rank);
+  Coords key(rank);
   for (std::size_t c = 0; c < dst.size(); ++c) {
     const View& v = dst[c];
     if (v.tensor.empty()) continue;
     Box want{v.origin, v.extent};
     if (!clip(want, shape)) continue;
-    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> hit(rank);
     bool none = false;
     for (std::size_t d = 0; d < rank; ++d) {
+      hit[d].clear();
       const std::int64_t lo = want.origin[d], hi = lo + want.extent[d];
       auto it = std::lower_bound(iv[d].begin(), iv[d].end(), std::make_pair(lo, std::int64_t{0}),
                                  [](auto a, auto b) { return a.second <= b.first; });
@@ -707,9 +719,8 @@ std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const
       none = none || hit[d].empty();
     }
     if (none) continue;
-    std::vector<std::size_t> pick(rank, 0);  // an odometer over the hit intervals
+    std::fill(pick.begin(), pick.end(), 0);  // an odometer over the hit intervals
     for (bool done = false; !done;) {
-      Coords key(rank);
       Box piece{Coords(rank), Coords(rank)};
       for (std::size_t d = 0; d < rank; ++d) {
         auto [lo, hi] = hit[d][pick[d]];

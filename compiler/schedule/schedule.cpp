@@ -10,6 +10,7 @@
 #include "compiler/cost/exchange.h"
 #include "compiler/lower/lower.h"
 #include "sim/common/error.h"
+#include "sim/core/compute_model.h"
 
 namespace tessera::schedule {
 
@@ -39,7 +40,6 @@ std::vector<plan::Plan> with_names(std::vector<plan::Plan> plans, const ir::Oper
 }
 
 
-// Analytical cost of gathering operands into a plan's layout (cost::Terms input or setup).
 // One operand's move into operator i's plan p: its part `part`, from part `from_part` of plan
 // `from` (of operator from_op), or from stripes over every core when `from` is null.
 struct Move {
@@ -48,6 +48,7 @@ struct Move {
   std::size_t from_op, from_part;
 };
 
+// The cost terms of gathering operands into a plan's layout (cost::Terms input or setup).
 struct Gather {
   double cycles = 0, messages = 0;
   double exchange = 0;      // the moves replayed on the interconnect model (where asked for)
@@ -101,10 +102,9 @@ class Exchanges {
       events *= p.steps_on[static_cast<std::size_t>(a)];
       for (std::size_t k = 0; k < p.parts.size(); ++k) {
         if (p.parts[k].rot_axis != a) continue;
-        const auto pairs = lower::shift_pairs(p, op, k);
         double one = 0;
         for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_))
-          one += ring(pairs, piece) + static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
+          one += ring(op, p, k, piece) + static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
         total += static_cast<double>(events) * one;
       }
     }
@@ -253,12 +253,19 @@ class Exchanges {
   }
   static void fnv(std::uint64_t& h, std::uint64_t v) { h = (h ^ v) * 1099511628211ull; }
 
-  double ring(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) {
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the pairs and the size
-    fnv(h, bytes);
-    for (const auto& [a, b] : pairs) { fnv(h, a); fnv(h, b); }
-    auto it = rings_.find(h);
-    if (it == rings_.end()) it = rings_.emplace(h, replay_.round(pairs, bytes)).first;
+  // One shift round of operand k of plan p moving `bytes` per core. The ring neighbours depend
+  // only on the split factors, the operand's share axes and its temporal factor.
+  double ring(const ir::Operator& op, const plan::Plan& p, std::size_t k, Bytes bytes) {
+    const plan::Part& x = p.parts[k];
+    std::uint64_t h = 1469598103934665603ull;
+    for (auto f : p.fop) fnv(h, static_cast<std::uint64_t>(f));
+    fnv(h, 0xffff);
+    for (int a : x.share_axes) fnv(h, static_cast<std::uint64_t>(a));
+    fnv(h, static_cast<std::uint64_t>(x.ft[static_cast<std::size_t>(x.rot_dim)]));
+    auto pairs = ring_pairs_.find(h);
+    if (pairs == ring_pairs_.end()) pairs = ring_pairs_.emplace(h, lower::shift_pairs(p, op, k)).first;
+    auto it = rings_.find({h, bytes});
+    if (it == rings_.end()) it = rings_.emplace(std::make_pair(h, bytes), replay_.round(pairs->second, bytes)).first;
     return it->second;
   }
 
@@ -270,7 +277,9 @@ class Exchanges {
   std::vector<const cost::ClassModel*> models_;
   std::vector<bool> replay_input_, replay_setup_;
   std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, double> memo_;
-  std::map<std::uint64_t, double> layouts_, rings_;
+  std::map<std::uint64_t, double> layouts_;
+  std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs_;
+  std::map<std::pair<std::uint64_t, Bytes>, double> rings_;
   bool replay_all_ = false;
   Bytes shift_buffer_bytes_ = 0;
 };
@@ -550,18 +559,18 @@ Schedule search_t10(const ir::Workload& w, const Options& o) {
 
 // The search is greedy, and its layout following comes after the plan choices it affects: with a
 // calibrated model steering it, it can end below the plans the analytical model steers it to
-// (NeRF on the mesh). The calibrated model judges both and keeps the one it predicts faster.
-Schedule schedule_t10(const ir::Workload& w, const Options& o) {
-  Schedule s = search_t10(w, o);
-  if (!o.target.model || !o.target.model->calibrated()) return s;
-  s.steered_by = "calibrated";
+// (NeRF on the mesh). So both searches are candidates, the analytically steered one priced by the
+// calibrated model, fastest predicted first.
+std::vector<Schedule> schedule_t10_candidates(const ir::Workload& w, const Options& o) {
+  std::vector<Schedule> out{search_t10(w, o)};
+  if (!o.target.model || !o.target.model->calibrated()) return out;
+  out[0].steered_by = "calibrated";
   Options plain = o;
   plain.target.model = nullptr;
   Schedule a = search_t10(w, plain);
   std::vector<plan::Plan> act, idle;
   for (const auto& op : a.ops) { act.push_back(op.active); idle.push_back(op.idle); }
   const Schedule priced = schedule_fixed(w, o, act, idle);
-  if (!(priced.predicted_cycles < s.predicted_cycles)) return s;
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     const std::size_t pareto = a.ops[i].pareto_size;
     a.ops[i] = priced.ops[i];
@@ -569,7 +578,13 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
   }
   a.predicted_cycles = priced.predicted_cycles;
   a.steered_by = "analytical";
-  return a;
+  if (a.predicted_cycles < out[0].predicted_cycles) out.insert(out.begin(), std::move(a));
+  else out.push_back(std::move(a));
+  return out;
+}
+
+Schedule schedule_t10(const ir::Workload& w, const Options& o) {
+  return std::move(schedule_t10_candidates(w, o).front());
 }
 
 Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,

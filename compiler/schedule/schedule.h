@@ -45,6 +45,10 @@ struct Options {
 // T10; with a calibrated target model, the better (by that model) of the search it steers and
 // the analytically steered one.
 Schedule schedule_t10(const ir::Workload& w, const Options& o);
+// Both, fastest predicted first (one schedule without a calibrated model). The compiler lowers
+// the first that fits: the schedule's memory model spreads live activations evenly over the
+// cores, and a plan choice can concentrate them beyond what its reserve corrects.
+std::vector<Schedule> schedule_t10_candidates(const ir::Workload& w, const Options& o);
 Schedule schedule_vgm(const ir::Workload& w, const Options& o);
 // A T10 schedule with a given active and idle plan per operator, priced by the target's model
 // (calibration and validation run candidate plans this way; no memory reconciliation).
