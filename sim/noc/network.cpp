@@ -15,7 +15,6 @@ Network::Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder*
     inboxes_.push_back(std::make_unique<Inbox>());
     granted_.push_back(std::make_unique<sc_core::sc_event>());
   }
-  sender_done_.assign(cfg.total_cores(), 0);
   SC_METHOD(arbitrate);
   sensitive << requests_ready_;
   dont_initialize();
@@ -25,8 +24,7 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
                    std::shared_ptr<const Payload> payload) {
   if (requests_.empty()) requests_ready_.notify(sc_core::SC_ZERO_TIME);
   requests_.push_back({src, dst, bytes, std::move(payload)});
-  wait(*granted_[src]);
-  wait_until(sender_done_[src]);
+  wait(*granted_[src]);  // fires when the source port has sent the last byte
 }
 
 void Network::arbitrate() {
@@ -38,8 +36,7 @@ void Network::arbitrate() {
     Inbox& in = *inboxes_[r.dst];
     in.pending.push_back({r.src, r.bytes, t.arrival, std::move(r.payload)});
     if (in.waiting_for == r.src) in.arrived.notify(cycles(t.arrival - now));
-    sender_done_[r.src] = t.sender_done;
-    granted_[r.src]->notify();
+    granted_[r.src]->notify(cycles(t.sender_done - now));
   }
   requests_.clear();
 }

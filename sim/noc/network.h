@@ -48,8 +48,7 @@ class Network : public sc_core::sc_module, public FabricIf {
   std::vector<std::unique_ptr<Inbox>> inboxes_;
   std::vector<Request> requests_;           // issued in the current delta
   sc_core::sc_event requests_ready_;
-  std::vector<Cycles> sender_done_;         // per core: its current send's grant
-  std::vector<std::unique_ptr<sc_core::sc_event>> granted_;
+  std::vector<std::unique_ptr<sc_core::sc_event>> granted_;  // per core: its send is done
   std::uint64_t messages_ = 0;
 };
 
