@@ -58,6 +58,28 @@ TEST_CASE("one sender fanning out shares its send port", "[exchange]") {
   CHECK(test::finish(r, 0) == 200);       // the sender is done when its port has sent
 }
 
+TEST_CASE("sends of one cycle take the receiver's port in source-core order", "[exchange]") {
+  // Cores 1-3 reach a barrier in different orders (one of them 50 cycles late), then each sends
+  // 16 bytes (4 cycles) to core 0. Released together at 50 + 100, they are booked by core id,
+  // whatever order the kernel resumes them in: core 1 done at 154, core 2 at 158, core 3 at 162.
+  for (std::uint32_t late : {1u, 3u}) {
+    INFO("late core " << late);
+    ProgramBuilder p;
+    p.alloc(0, "buf", 512).sync(0);
+    for (std::uint32_t c = 1; c <= 3; ++c) {
+      p.alloc(c, "buf", 512);
+      if (c == late) p.delay(c, 50);
+      p.sync(c).send(c, 0, 16);
+    }
+    for (std::uint32_t c : {3u, 2u, 1u}) p.recv(0, c, 16);
+    const Json r = test::run(test::exchange_config(4), p.json());
+    CHECK(test::finish(r, 1) == 154);
+    CHECK(test::finish(r, 2) == 158);
+    CHECK(test::finish(r, 3) == 162);
+    CHECK(test::finish(r, 0) == 162 + 30);
+  }
+}
+
 TEST_CASE("a recv posted after the message arrived does not wait", "[exchange]") {
   ProgramBuilder p;
   p.alloc(0, "buf", 64).send(0, 1, 64);
