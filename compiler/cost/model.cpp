@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "sim/common/error.h"
 
@@ -155,6 +156,58 @@ Model load_calibration(const std::string& path, const sim::Config& cfg, bool for
   return m;
 }
 
+namespace {
+
+// Least squares on the columns in `passive` (the others held at 0).
+Eigen::VectorXd solve_on(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, const std::vector<bool>& passive) {
+  std::vector<Eigen::Index> cols;
+  for (Eigen::Index c = 0; c < a.cols(); ++c)
+    if (passive[static_cast<std::size_t>(c)]) cols.push_back(c);
+  Eigen::VectorXd z = Eigen::VectorXd::Zero(a.cols());
+  if (cols.empty()) return z;
+  Eigen::MatrixXd sub(a.rows(), static_cast<Eigen::Index>(cols.size()));
+  for (std::size_t k = 0; k < cols.size(); ++k) sub.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
+  const Eigen::VectorXd s = sub.colPivHouseholderQr().solve(b);
+  for (std::size_t k = 0; k < cols.size(); ++k) z(cols[k]) = s(static_cast<Eigen::Index>(k));
+  return z;
+}
+
+// min |a x - b| subject to x >= 0 (Lawson and Hanson, "Solving Least Squares Problems", ch. 23):
+// grow the set of free (positive) weights by the column that most reduces the residual; when
+// the unconstrained solution on the free set goes negative, step back to the boundary and
+// release the weights that reached zero.
+Eigen::VectorXd nnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
+  const Eigen::Index n = a.cols();
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
+  std::vector<bool> passive(static_cast<std::size_t>(n), false);
+  const double tol = 10 * std::numeric_limits<double>::epsilon() * a.norm() * static_cast<double>(std::max(a.rows(), n));
+  for (Eigen::Index iter = 0; iter < 3 * n; ++iter) {
+    const Eigen::VectorXd w = a.transpose() * (b - a * x);
+    Eigen::Index j = -1;
+    for (Eigen::Index c = 0; c < n; ++c)
+      if (!passive[static_cast<std::size_t>(c)] && w(c) > tol && (j < 0 || w(c) > w(j))) j = c;
+    if (j < 0) break;  // no weight can grow: optimal
+    passive[static_cast<std::size_t>(j)] = true;
+    for (;;) {
+      Eigen::VectorXd z = solve_on(a, b, passive);
+      double alpha = 1;
+      bool blocked = false;
+      for (Eigen::Index c = 0; c < n; ++c)
+        if (passive[static_cast<std::size_t>(c)] && z(c) <= 0) {
+          blocked = true;
+          alpha = std::min(alpha, x(c) / (x(c) - z(c)));
+        }
+      if (!blocked) { x = z; break; }
+      x += alpha * (z - x);
+      for (Eigen::Index c = 0; c < n; ++c)
+        if (passive[static_cast<std::size_t>(c)] && x(c) <= tol) { passive[static_cast<std::size_t>(c)] = false; x(c) = 0; }
+    }
+  }
+  return x;
+}
+
+}  // namespace
+
 ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& y) {
   if (x.size() != y.size() || x.empty()) throw Error("cost fit: expected as many samples as simulated times, at least one");
   const auto n = static_cast<Eigen::Index>(x.size());
@@ -166,28 +219,19 @@ ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& y) {
     const Vec f = features(x[ui]);
     for (std::size_t c = 0; c < kFeatures; ++c) a(i, static_cast<Eigen::Index>(c)) = f[c] / y[ui];
   }
-  std::vector<bool> active(kFeatures, false);
-  for (std::size_t c = 0; c < kFeatures; ++c) active[c] = a.col(static_cast<Eigen::Index>(c)).cwiseAbs().maxCoeff() > 0;
+  // Columns scaled to unit norm (the terms span five orders of magnitude), then non-negative
+  // least squares (Lawson and Hanson's active-set method); the weights are scaled back.
+  Eigen::VectorXd norm(static_cast<Eigen::Index>(kFeatures));
+  for (Eigen::Index c = 0; c < a.cols(); ++c) {
+    norm(c) = a.col(c).norm();
+    if (norm(c) > 0) a.col(c) /= norm(c);
+  }
+  const Eigen::VectorXd sol = nnls(a, Eigen::VectorXd::Ones(n));
   ClassModel m;
   m.calibrated = true;
-  // Active set: solve on the active features, drop the most negative weight, repeat.
-  for (;;) {
-    std::vector<Eigen::Index> cols;
-    for (std::size_t c = 0; c < kFeatures; ++c)
-      if (active[c]) cols.push_back(static_cast<Eigen::Index>(c));
-    m.coef.fill(0);
-    if (cols.empty()) break;
-    Eigen::MatrixXd sub(n, static_cast<Eigen::Index>(cols.size()));
-    for (std::size_t k = 0; k < cols.size(); ++k) sub.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
-    const Eigen::VectorXd sol = sub.colPivHouseholderQr().solve(Eigen::VectorXd::Ones(n));
-    std::size_t worst = cols.size();
-    for (std::size_t k = 0; k < cols.size(); ++k) {
-      m.coef[static_cast<std::size_t>(cols[k])] = sol(static_cast<Eigen::Index>(k));
-      if (sol(static_cast<Eigen::Index>(k)) < 0 && (worst == cols.size() || sol(static_cast<Eigen::Index>(k)) < sol(static_cast<Eigen::Index>(worst))))
-        worst = k;
-    }
-    if (worst == cols.size()) break;
-    active[static_cast<std::size_t>(cols[worst])] = false;
+  for (std::size_t c = 0; c < kFeatures; ++c) {
+    const auto ci = static_cast<Eigen::Index>(c);
+    m.coef[c] = norm(ci) > 0 ? sol(ci) / norm(ci) : 0.0;
   }
   m.fit = stats(m, x, y);
   return m;

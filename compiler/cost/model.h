@@ -22,7 +22,9 @@ struct Terms {
   double compute_cycles = 0;  // steps x one step's compute (the simulator's compute model)
   double steps = 0;           // compute steps per core
   double shift_cycles = 0;    // rotations: transfer through the shift buffer, copy out of it
-  double shift_exchange_cycles = 0;  // the same with each piece's ring round replayed
+  // The same replayed: per piece at its real size, its barrier, one ring round of the plan's
+  // sends on the interconnect model, the copy (the syncs of the pieces included).
+  double shift_exchange_cycles = 0;
   double sync_cycles = 0;     // one barrier per rotated piece, at the config's sync latency
   double input_cycles = 0;    // gathering activation inputs into the plan's layout
   double input_messages = 0;  // source boxes each core gathers its inputs from

@@ -93,9 +93,12 @@ class Exchanges {
     }
   }
 
-  // The shift term with every piece's transfer replayed: one round of the plan's ring sends
-  // (all cores at once) per piece, at the pieces' real sizes.
+  // The shift term replayed: per piece of every rotation, at the pieces' real sizes, the barrier
+  // before it, one round of the plan's ring sends (all cores at once), and the copy out of the
+  // shift buffer.
   double shift_cycles(const ir::Operator& op, const plan::Plan& p) {
+    const Cycles sync = p.cores > static_cast<std::int64_t>(cfg_.chip.cores) ? cfg_.system.sync_latency_cycles
+                                                                              : cfg_.chip.sync.latency_cycles;
     double total = 0;
     std::int64_t events = 1;
     for (int a : p.loop) {
@@ -104,7 +107,8 @@ class Exchanges {
         if (p.parts[k].rot_axis != a) continue;
         double one = 0;
         for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_))
-          one += ring(op, p, k, piece) + static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
+          one += static_cast<double>(sync) + ring(op, p, k, piece) +
+                 static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
         total += static_cast<double>(events) * one;
       }
     }
