@@ -24,7 +24,7 @@ double ExchangeReplay::cycles(const std::vector<lower::Piece>& pieces) {
   for (const auto& p : pieces) cores = std::max({cores, p.from + 1, p.to + 1});
   struct Send { std::size_t to; Bytes bytes; };
   std::vector<std::vector<Send>> sends(cores);
-  std::vector<Cycles> copy_cycles(cores, 0), done(cores, 0);
+  std::vector<Cycles> copy_cycles(cores, 0);
   for (const auto& p : pieces) {
     const auto elements = static_cast<std::uint64_t>(p.box.elements());
     if (p.from == p.to)
