@@ -189,7 +189,20 @@ class Exchanges {
   }
 
   // Final figures of operator i: the input term from its producers' chosen layouts, priced.
-  OpSchedule finish(std::size_t i, const plan::Plan& act, const plan::Plan& idle, const Gather& input) {
+  OpSchedule finish(std::size_t i, const plan::Plan& act, const plan::Plan& idle, Gather input) {
+    // The program gathers weights and activations together: the replayed terms split the joint
+    // gather J into the inputs' share (their gather alone, at most J: the weights' messages can
+    // reorder the inputs' into a faster gather) and what the weights add. The reconciliation
+    // prices the two apart, an estimate.
+    const Gather s = setup(i, idle, act);
+    double joint = input.exchange;
+    if (replay_input_[i] || replay_setup_[i]) {
+      std::vector<Move> all = input.moves;
+      all.insert(all.end(), s.moves.begin(), s.moves.end());
+      std::sort(all.begin(), all.end(), [](const Move& a, const Move& b) { return a.part < b.part; });
+      joint = replayed(i, act, all);
+      input.exchange = std::min(input.exchange, joint);
+    }
     OpSchedule os;
     os.active = act;
     os.idle = idle;
@@ -200,17 +213,9 @@ class Exchanges {
       os.active.cost.terms.shift_exchange_cycles = shift_cycles(w_.ops()[i], act);
     plan::price(os.active.cost, *models_[i]);
     os.terms = os.active.cost.terms;
-    const Gather s = setup(i, idle, act);
     os.terms.setup_cycles = s.cycles;
     os.terms.setup_messages = s.messages;
-    // The program gathers weights and activations together: the setup term is what the
-    // weights add to the inputs' gather (the reconciliation prices them apart, an estimate).
-    if (replay_input_[i] || replay_setup_[i]) {
-      std::vector<Move> all = input.moves;
-      all.insert(all.end(), s.moves.begin(), s.moves.end());
-      std::sort(all.begin(), all.end(), [](const Move& a, const Move& b) { return a.part < b.part; });
-      os.terms.setup_exchange_cycles = std::max(0.0, replayed(i, act, all) - input.exchange);
-    }
+    os.terms.setup_exchange_cycles = joint - input.exchange;
     os.setup_cycles = models_[i]->predict(os.terms).setup;
     return os;
   }
