@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "sim/common/error.h"
 #include "sim/simulate.h"
@@ -13,15 +12,6 @@ namespace tessera::cli {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 void write_samples_csv(const std::string& path, const std::vector<cost::Sample>& samples, const cost::Model& m) {
   std::ofstream out(path);
   if (!out) throw Error(fmt::format("{}: cannot write file", path));
@@ -29,7 +19,7 @@ void write_samples_csv(const std::string& path, const std::vector<cost::Sample>&
   for (const char* f : cost::feature_names()) out << "," << f;
   out << ",analytical_cycles,calibrated_cycles,simulated_cycles\n";
   for (const auto& s : samples) {
-    out << fmt::format("{},{},{},\"{}\",\"{}\"", s.cls, s.shape, s.held_out ? 1 : 0, s.expr, s.plan);
+    out << fmt::format("{},{},{},{},{}", s.cls, s.shape, s.held_out ? 1 : 0, cost::csv_quote(s.expr), cost::csv_quote(s.plan));
     for (double f : cost::features(s.terms)) out << fmt::format(",{}", f);
     out << fmt::format(",{},{},{}\n", cost::analytical().predict(s.terms).total(), m.for_class(s.cls).predict(s.terms).total(),
                        s.simulated_cycles);
@@ -42,8 +32,9 @@ void write_samples_csv(const std::string& path, const std::vector<cost::Sample>&
 void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
   cmd->add_option("--config", a.config, "hardware config JSON to calibrate for (docs/config.md)")->required();
   cmd->add_option("--out", a.out, "write the calibration JSON here (docs/cost.md)")->required();
-  cmd->add_option("--ops", a.ops, fmt::format("operator classes to calibrate, comma-separated (default: all of {})",
-                                              fmt::join(cost::op_classes(), ",")));
+  cmd->add_option("--ops", a.opt.classes, fmt::format("operator classes to calibrate, comma-separated (default: all of {})",
+                                                      fmt::join(cost::op_classes(), ",")))
+      ->delimiter(',');
   cmd->add_option("--samples", a.opt.samples, "simulator runs in all, split evenly over the classes")->capture_default_str();
   cmd->add_option("--plans-per-shape", a.opt.plans_per_shape, "candidate plans run per sampled shape")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -55,7 +46,6 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
 int calibrate_cmd(const CalibrateArgs& a) {
   const sim::Config cfg = sim::load_config(a.config);
   cost::CalibrateOptions o = a.opt;
-  if (!a.ops.empty()) o.classes = split(a.ops);
   o.progress = [](const std::string& line) { fmt::print(stderr, "calibrate: {}\n", line); };
   const double t0 = sim::process_cpu_seconds();
   const cost::Calibration cal = cost::calibrate(cfg, o);

@@ -12,8 +12,7 @@ namespace tessera::cli {
 
 struct CalibrateArgs {
   std::string config, out, csv;
-  std::string ops;  // comma-separated classes; empty: all
-  cost::CalibrateOptions opt;
+  cost::CalibrateOptions opt;  // --ops sets opt.classes
 };
 
 void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a);

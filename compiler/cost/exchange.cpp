@@ -8,7 +8,8 @@
 
 namespace tessera::cost {
 
-ExchangeReplay::ExchangeReplay(const sim::Config& cfg) : cfg_(cfg), fabric_(cfg), links_(cfg.system) {
+ExchangeReplay::ExchangeReplay(const sim::Config& cfg)
+    : cfg_(cfg), fabric_(cfg), links_(cfg.system), boundary_(cfg.system.chips > 1 ? &links_ : nullptr) {
   fabric_.resources(resources_);
   links_.resources(resources_);
 }
@@ -38,13 +39,12 @@ double ExchangeReplay::cycles(const std::vector<lower::Piece>& pieces) {
   for (std::size_t c = 0; c < cores; ++c)
     if (!sends[c].empty()) ready.emplace(0, c, 0);
   std::vector<Cycles> arrived(cores, 0), sent(cores, 0);
-  sim::ChipBoundaryIf* boundary = cfg_.system.chips > 1 ? &links_ : nullptr;
   while (!ready.empty()) {
     const auto [t, c, i] = ready.top();
     ready.pop();
     const Send& s = sends[c][i];
     const sim::Transfer tr = fabric_.transfer(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(s.to), t,
-                                              s.bytes, boundary, nullptr);
+                                              s.bytes, boundary_, nullptr);
     arrived[s.to] = std::max(arrived[s.to], tr.arrival);
     sent[c] = tr.sender_done;
     if (i + 1 < sends[c].size()) ready.emplace(tr.sender_done, c, i + 1);
@@ -56,12 +56,11 @@ double ExchangeReplay::cycles(const std::vector<lower::Piece>& pieces) {
 
 double ExchangeReplay::round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) {
   reset();
-  sim::ChipBoundaryIf* boundary = cfg_.system.chips > 1 ? &links_ : nullptr;
   Cycles end = 0;
   for (const auto& [from, to] : pairs)
     if (from != to)
       end = std::max(end, fabric_.transfer(static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to), 0, bytes,
-                                           boundary, nullptr).arrival);
+                                           boundary_, nullptr).arrival);
   return static_cast<double>(end);
 }
 

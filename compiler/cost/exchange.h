@@ -32,6 +32,7 @@ class ExchangeReplay {
   const sim::Config& cfg_;
   sim::Interconnect fabric_;
   sim::InterChipLinks links_;
+  sim::ChipBoundaryIf* boundary_;  // the links, on a system of several chips
   std::vector<sim::Resource*> resources_;
 };
 

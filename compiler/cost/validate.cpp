@@ -18,12 +18,6 @@ struct Series {
   std::vector<double> predicted, simulated, analytical;
 };
 
-std::string csv_quote(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 // Candidate plans of the costliest distinct operators of each class, run alone.
 void rank_plans(const ir::Workload& w, const sim::Config& cfg, const compiler::CompileOptions& copt,
                 const ValidateOptions& o, Validation& v) {
@@ -76,6 +70,12 @@ void rank_plans(const ir::Workload& w, const sim::Config& cfg, const compiler::C
 }
 
 }  // namespace
+
+std::string csv_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
 
 Validation validate(const ir::Workload& w, const sim::Config& cfg, const compiler::CompileOptions& copt,
                     const ValidateOptions& o) {

@@ -46,6 +46,8 @@ Validation validate(const ir::Workload& w, const sim::Config& cfg, const compile
                     const ValidateOptions& o);
 
 Json to_json(const Validation& v);
+// A CSV field in double quotes (inner quotes doubled).
+std::string csv_quote(const std::string& s);
 // operator,class,plan,predicted_cycles,analytical_cycles,simulated_cycles
 void write_csv(const std::string& path, const std::vector<Row>& rows);
 

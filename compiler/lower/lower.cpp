@@ -140,6 +140,31 @@ class Geometry {
   std::vector<std::int64_t> offset_;
 };
 
+// Operand `part`'s box on every core of the plan (`cores` entries; the others hold nothing).
+std::vector<View> views_of(const Geometry& g, std::int64_t plan_cores, std::size_t part, std::size_t cores) {
+  std::vector<View> v(cores);
+  for (std::int64_t c = 0; c < plan_cores; ++c) v[static_cast<std::size_t>(c)] = g.view(part, g.coords(c));
+  return v;
+}
+
+// What one shift of rotating operand k moves on the core at `idx` after `shifted` shifts on its
+// axis: the chunk at the front of its window, in pieces that fit the shift buffer.
+std::vector<Box> shift_boxes(const Geometry& g, const plan::Plan& p, const ir::Operator& op, std::size_t k,
+                             const Coords& idx, std::int64_t shifted, Bytes shift_buffer_bytes) {
+  const plan::Part& x = p.parts[k];
+  const auto d = static_cast<std::size_t>(x.rot_dim);
+  const auto axis = static_cast<std::size_t>(x.rot_axis);
+  const std::int64_t rp = p.pace[axis];
+  const std::int64_t chunk = (g.ring_pos(x, idx) * x.window_chunks + shifted) % p.steps_on[axis];
+  const View v = g.view(k, idx);
+  Box b{v.origin, v.extent};
+  b.origin[d] = g.sub_box(op.expr.inputs[k], idx).origin[d] + chunk * rp;
+  b.extent[d] = rp;
+  std::vector<Box> pieces;
+  split(b, static_cast<std::int64_t>(shift_buffer_bytes / 2), pieces);
+  return pieces;
+}
+
 }  // namespace
 
 std::vector<View> stripes(const ir::Tensor& t, std::size_t ncores) {
@@ -322,12 +347,9 @@ class Lowerer {
 
   std::vector<View> part_views(std::size_t op, std::size_t part, const plan::Plan& p,
                                int offset_axis = -1, std::int64_t offset = 0) const {
-    const ir::Operator& o = w_.ops()[op];
-    Geometry g(p, o);
+    Geometry g(p, w_.ops()[op]);
     if (offset_axis >= 0) g.set_offset(static_cast<std::size_t>(offset_axis), offset);
-    std::vector<View> v(ncores_);
-    for (std::int64_t c = 0; c < p.cores; ++c) v[static_cast<std::size_t>(c)] = g.view(part, g.coords(c));
-    return v;
+    return views_of(g, p.cores, part, ncores_);
   }
 
   void place_input(const ir::Tensor& t) {
@@ -597,15 +619,7 @@ class Lowerer {
     for (std::size_t k = 0; k < e.p.parts.size(); ++k) {
       const plan::Part& x = e.p.parts[k];
       if (x.rot_axis != static_cast<int>(axis)) continue;
-      const View v = e.g.view(k, idx);
-      const auto d = static_cast<std::size_t>(x.rot_dim);
-      const std::int64_t rp = e.p.pace[axis], n = e.p.steps_on[axis];
-      const std::int64_t chunk = (e.g.ring_pos(x, idx) * x.window_chunks + t[axis]) % n;
-      Box b{v.origin, v.extent};
-      b.origin[d] = e.g.sub_box(e.op.expr.inputs[k], idx).origin[d] + chunk * rp;
-      b.extent[d] = rp;
-      std::vector<Box> pieces;
-      split(b, static_cast<std::int64_t>(o_.shift_buffer_bytes / 2), pieces);
+      const std::vector<Box> pieces = shift_boxes(e.g, e.p, e.op, k, idx, t[axis], o_.shift_buffer_bytes);
       const std::int64_t left = e.g.neighbour(x, idx, -1), right = e.g.neighbour(x, idx, +1);
       for (const Box& piece : pieces) {
         const std::int64_t bytes = piece.elements() * 2;
@@ -636,10 +650,7 @@ class Lowerer {
 }  // namespace
 
 std::vector<View> plan_views(const plan::Plan& p, const ir::Operator& op, std::size_t part, std::size_t cores) {
-  const Geometry g(p, op);
-  std::vector<View> v(cores);
-  for (std::int64_t c = 0; c < p.cores; ++c) v[static_cast<std::size_t>(c)] = g.view(part, g.coords(c));
-  return v;
+  return views_of(Geometry(p, op), p.cores, part, cores);
 }
 
 std::vector<std::pair<std::size_t, std::size_t>> shift_pairs(const plan::Plan& p, const ir::Operator& op,
@@ -654,16 +665,11 @@ std::vector<std::pair<std::size_t, std::size_t>> shift_pairs(const plan::Plan& p
 
 std::vector<Bytes> shift_pieces(const plan::Plan& p, const ir::Operator& op, std::size_t part,
                                 Bytes shift_buffer_bytes) {
-  const plan::Part& x = p.parts[part];
-  if (x.rot_dim < 0) return {};
+  if (p.parts[part].rot_dim < 0) return {};
   const Geometry g(p, op);
-  const View v = g.view(part, g.coords(0));
-  Box b{v.origin, v.extent};
-  b.extent[static_cast<std::size_t>(x.rot_dim)] = p.pace[static_cast<std::size_t>(x.rot_axis)];
-  std::vector<Box> pieces;
-  split(b, static_cast<std::int64_t>(shift_buffer_bytes / 2), pieces);
   std::vector<Bytes> out;
-  for (const Box& piece : pieces) out.push_back(static_cast<Bytes>(piece.elements() * 2));
+  for (const Box& piece : shift_boxes(g, p, op, part, g.coords(0), 0, shift_buffer_bytes))
+    out.push_back(static_cast<Bytes>(piece.elements() * 2));
   return out;
 }
 

@@ -315,6 +315,12 @@ double gather_messages(const Part& dst, const std::vector<std::int64_t>& block, 
   return n;
 }
 
+Cycles sync_latency_cycles(const sim::Config& cfg, std::int64_t cores) {
+  // A plan spread over several chips syncs across them (docs/config.md: system.sync_latency_cycles).
+  return cores > static_cast<std::int64_t>(cfg.chip.cores) ? cfg.system.sync_latency_cycles
+                                                           : cfg.chip.sync.latency_cycles;
+}
+
 // The calibration replaces these coefficients with fitted ones.
 double transfer_cycles(const sim::Config& cfg, Bytes bytes) {
   if (cfg.chip.exchange) {
@@ -349,10 +355,7 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
       if (i + 1 == p.loop.size()) c.shift_bytes_per_step += part.shift_bytes;
     }
   }
-  // A plan spread over several chips syncs across them (docs/config.md: system.sync_latency_cycles).
-  const Cycles sync = p.cores > static_cast<std::int64_t>(cfg.chip.cores) ? cfg.system.sync_latency_cycles
-                                                                         : cfg.chip.sync.latency_cycles;
-  x.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(sync);
+  x.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(sync_latency_cycles(cfg, p.cores));
   price(c, t.model_for(op));
   // The shift buffer is reserved once per core for the whole program, not per plan.
   for (const auto& part : p.parts) c.memory_bytes += part.bytes_per_core;

@@ -120,6 +120,9 @@ std::vector<std::int64_t> stripe_block(const ir::Tensor& t, std::size_t cores);
 // `dst` intersects: the messages a core receives to gather it.
 double gather_messages(const Part& dst, const std::vector<std::int64_t>& block, const std::vector<std::int64_t>& shape);
 
+// Latency of one barrier over a plan's `cores` (a group spanning chips costs the system's).
+Cycles sync_latency_cycles(const sim::Config& cfg, std::int64_t cores);
+
 // Cycles to move `bytes` between two cores as the analytical model sees the fabric.
 double transfer_cycles(const sim::Config& cfg, Bytes bytes);
 

@@ -72,21 +72,15 @@ std::vector<std::int64_t> home_block(const plan::Plan& p, const std::string& ten
 class Exchanges {
  public:
   Exchanges(const ir::Workload& w, const Options& o)
-      : w_(w), cfg_(*o.target.config), cores_(o.target.cores), view_cores_(cfg_.total_cores()), replay_(cfg_) {
-    for (const auto& op : w.ops()) {
-      const cost::ClassModel& m = o.target.model_for(op);
-      models_.push_back(&m);
-      replay_input_.push_back(o.replay_exchange || m.coef[cost::kInputExchange] > 0);
-      replay_setup_.push_back(o.replay_exchange || m.coef[cost::kSetupExchange] > 0);
-    }
-    replay_all_ = o.replay_exchange;
-    shift_buffer_bytes_ = o.target.shift_buffer_bytes;
+      : w_(w), cfg_(*o.target.config), cores_(o.target.cores), view_cores_(cfg_.total_cores()),
+        shift_buffer_bytes_(o.target.shift_buffer_bytes), replay_all_(o.replay_exchange), replay_(cfg_) {
+    for (const auto& op : w.ops()) models_.push_back(&o.target.model_for(op));
   }
 
   // Sets the replayed shift term of candidate plans of `op` and prices them again (before the
   // Pareto front is taken), where its model weighs that term.
   void price_shifts(const ir::Operator& op, const cost::ClassModel& m, std::vector<plan::Plan>& plans) {
-    if (!replay_all_ && !(m.coef[cost::kShiftExchange] > 0)) return;
+    if (!replays(m, cost::kShiftExchange)) return;
     for (auto& p : plans) {
       p.cost.terms.shift_exchange_cycles = shift_cycles(op, p);
       plan::price(p.cost, m);
@@ -97,8 +91,7 @@ class Exchanges {
   // before it, one round of the plan's ring sends (all cores at once), and the copy out of the
   // shift buffer.
   double shift_cycles(const ir::Operator& op, const plan::Plan& p) {
-    const Cycles sync = p.cores > static_cast<std::int64_t>(cfg_.chip.cores) ? cfg_.system.sync_latency_cycles
-                                                                              : cfg_.chip.sync.latency_cycles;
+    const auto sync = static_cast<double>(plan::sync_latency_cycles(cfg_, p.cores));
     double total = 0;
     std::int64_t events = 1;
     for (int a : p.loop) {
@@ -107,7 +100,7 @@ class Exchanges {
         if (p.parts[k].rot_axis != a) continue;
         double one = 0;
         for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_))
-          one += static_cast<double>(sync) + ring(op, p, k, piece) +
+          one += sync + ring(op, p, k, piece) +
                  static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
         total += static_cast<double>(events) * one;
       }
@@ -128,7 +121,7 @@ class Exchanges {
         g.messages += plan::gather_messages(act.parts[k], home_block(idle, x.name, w_, cores_), x.shape);
         g.moves.push_back({k, idle.weights_striped ? nullptr : &idle, i, k});
       }
-    if (replay_setup_[i]) g.exchange = replayed(i, act, g.moves);
+    if (replays(*models_[i], cost::kSetupExchange)) g.exchange = replayed(i, act, g.moves);
     return g;
   }
   double setup_price(std::size_t i, const plan::Plan& idle, const plan::Plan& act) {
@@ -177,7 +170,7 @@ class Exchanges {
       g.cycles += std::max(plan::transfer_cycles(cfg_, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg_, per_sender));
       g.messages += plan::gather_messages(p.parts[k], block, x.shape);
     }
-    if (replay_input_[i]) g.exchange = replayed(i, p, g.moves);
+    if (replays(*models_[i], cost::kInputExchange)) g.exchange = replayed(i, p, g.moves);
     return g;
   }
   double input_price(std::size_t i, const Gather& g) const {
@@ -196,7 +189,7 @@ class Exchanges {
     // prices the two apart, an estimate.
     const Gather s = setup(i, idle, act);
     double joint = input.exchange;
-    if (replay_input_[i] || replay_setup_[i]) {
+    if (replays(*models_[i], cost::kInputExchange) || replays(*models_[i], cost::kSetupExchange)) {
       std::vector<Move> all = input.moves;
       all.insert(all.end(), s.moves.begin(), s.moves.end());
       std::sort(all.begin(), all.end(), [](const Move& a, const Move& b) { return a.part < b.part; });
@@ -209,7 +202,7 @@ class Exchanges {
     os.active.cost.terms.input_cycles = input.cycles;
     os.active.cost.terms.input_messages = input.messages;
     os.active.cost.terms.input_exchange_cycles = input.exchange;
-    if (replay_all_ || models_[i]->coef[cost::kShiftExchange] > 0)
+    if (replays(*models_[i], cost::kShiftExchange))
       os.active.cost.terms.shift_exchange_cycles = shift_cycles(w_.ops()[i], act);
     plan::price(os.active.cost, *models_[i]);
     os.terms = os.active.cost.terms;
@@ -221,6 +214,9 @@ class Exchanges {
   }
 
  private:
+  // Whether a replayed term is computed: the model weighs it, or a calibration records it.
+  bool replays(const cost::ClassModel& m, cost::Feature f) const { return replay_all_ || m.coef[f] > 0; }
+
   // The moves into plan p of operator i replayed together, as the program makes them (every
   // core's sends for all of them, then its copies, then its receives).
   double replayed(std::size_t i, const plan::Plan& p, const std::vector<Move>& moves) {
@@ -282,15 +278,14 @@ class Exchanges {
   const sim::Config& cfg_;
   std::int64_t cores_;
   std::size_t view_cores_;
+  Bytes shift_buffer_bytes_;
+  bool replay_all_;  // Options::replay_exchange
   cost::ExchangeReplay replay_;
   std::vector<const cost::ClassModel*> models_;
-  std::vector<bool> replay_input_, replay_setup_;
   std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, double> memo_;
   std::map<std::uint64_t, double> layouts_;
   std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs_;
   std::map<std::pair<std::uint64_t, Bytes>, double> rings_;
-  bool replay_all_ = false;
-  Bytes shift_buffer_bytes_ = 0;
 };
 
 // Load-compute-store: every operand crosses the fabric once per use.

@@ -126,21 +126,18 @@ TEST_CASE("a calibration file round-trips and belongs to its config", "[cost]") 
                                                          Catch::Contains("recalibrate"));
   CHECK_NOTHROW(cost::load_calibration(path, b, /*force=*/true));
 
+  auto write = [&path](const Json& doc) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(doc.dump().c_str(), f);
+    std::fclose(f);
+  };
   Json j = m.to_json();
   j["classes"]["matmul"]["coefficients"]["input_cycles"] = -1.0;
-  {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(j.dump().c_str(), f);
-    std::fclose(f);
-  }
+  write(j);
   CHECK_THROWS_WITH(cost::load_calibration(path, a), Catch::Contains("input_cycles") && Catch::Contains(">= 0"));
   j = m.to_json();
   j["classes"]["matmull"] = j["classes"]["matmul"];
-  {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(j.dump().c_str(), f);
-    std::fclose(f);
-  }
+  write(j);
   CHECK_THROWS_WITH(cost::load_calibration(path, a), Catch::Contains("matmull") && Catch::Contains("unknown operator class"));
   std::remove(path.c_str());
 }
