@@ -6,6 +6,7 @@
 #include "cli/bench.h"
 #include "cli/compile_cmd.h"
 #include "cli/cost_cmd.h"
+#include "cli/traffic_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
 #include "sim/results/results.h"
@@ -87,6 +88,11 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate-cost", "compare the cost model's predictions with the simulator on a model: per operator class, ranking of plans, end to end");
   tessera::cli::add_validate_options(validate, vala);
 
+  tessera::cli::TrafficArgs traffica;
+  auto* traffic = app.add_subcommand("traffic", "synthetic traffic on a mesh chip: latency and throughput at "
+                                                "one injection rate or a sweep (no program needed)");
+  tessera::cli::add_traffic_options(traffic, traffica);
+
   auto* bench = app.add_subcommand("bench", "benchmarks that print speed figures");
   bench->require_subcommand(1);
   tessera::cli::BenchOptions bopt;
@@ -117,6 +123,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return tessera::cli::run_cmd(runa);
     if (calibrate->parsed()) return tessera::cli::calibrate_cmd(cala);
     if (validate->parsed()) return tessera::cli::validate_cmd(vala);
+    if (traffic->parsed()) return tessera::cli::traffic_cmd(traffica);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);
       return 0;

@@ -1,66 +1,90 @@
 #include "compiler/cost/exchange.h"
 
 #include <algorithm>
-#include <queue>
-#include <tuple>
 
 #include "sim/core/compute_model.h"
 
 namespace tessera::cost {
 
-ExchangeReplay::ExchangeReplay(const sim::Config& cfg)
-    : cfg_(cfg), fabric_(cfg), links_(cfg.system), boundary_(cfg.system.chips > 1 ? &links_ : nullptr) {
-  fabric_.resources(resources_);
-  links_.resources(resources_);
-}
+namespace {
 
-void ExchangeReplay::reset() {
-  for (sim::Resource* r : resources_) r->reset();
-}
+// Runs messages on a fresh engine: each core's sends go one after another (the next is issued
+// when the previous one's source is done), all cores start at cycle 0.
+class Run : public sim::TransportListener {
+ public:
+  struct Send { std::uint32_t to; Bytes bytes; };
+
+  Run(sim::PacketNetwork& net, std::vector<std::vector<Send>> sends)
+      : net_(net), sends_(std::move(sends)), next_(sends_.size(), 0), sent_(sends_.size(), 0),
+        arrived_(sends_.size(), 0) {
+    net_.reset();
+    net_.set_listener(this);
+  }
+
+  void go() {
+    for (std::size_t c = 0; c < sends_.size(); ++c) issue(static_cast<std::uint32_t>(c), 0);
+    for (Cycles t = net_.next_event(); t != sim::kNever; t = net_.next_event()) net_.advance(t);
+  }
+  Cycles sent(std::size_t core) const { return sent_[core]; }
+  Cycles arrived(std::size_t core) const { return arrived_[core]; }
+
+ private:
+  void issue(std::uint32_t core, Cycles t) {
+    if (next_[core] >= sends_[core].size()) return;
+    const Send& s = sends_[core][next_[core]++];
+    const std::uint64_t id = (std::uint64_t{core} << 32) | s.to;
+    net_.inject(id, core, s.to, s.bytes, t);
+  }
+  void sent(std::uint64_t message, Cycles when) override {
+    const auto core = static_cast<std::uint32_t>(message >> 32);
+    sent_[core] = when;
+    issue(core, when);
+  }
+  void delivered(std::uint64_t message, Cycles when) override {
+    auto& a = arrived_[message & 0xffffffffu];
+    a = std::max(a, when);
+  }
+
+  sim::PacketNetwork& net_;
+  std::vector<std::vector<Send>> sends_;
+  std::vector<std::size_t> next_;
+  std::vector<Cycles> sent_, arrived_;
+};
+
+}  // namespace
+
+ExchangeReplay::ExchangeReplay(const sim::Config& cfg) : cfg_(cfg), net_(cfg) {}
 
 double ExchangeReplay::cycles(const std::vector<lower::Piece>& pieces) {
   if (pieces.empty()) return 0;
-  reset();
   std::size_t cores = 0;
   for (const auto& p : pieces) cores = std::max({cores, p.from + 1, p.to + 1});
-  struct Send { std::size_t to; Bytes bytes; };
-  std::vector<std::vector<Send>> sends(cores);
+  std::vector<std::vector<Run::Send>> sends(cores);
   std::vector<Cycles> copy_cycles(cores, 0);
   for (const auto& p : pieces) {
     const auto elements = static_cast<std::uint64_t>(p.box.elements());
     if (p.from == p.to)
       copy_cycles[p.to] += sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, elements);
     else
-      sends[p.from].push_back({p.to, static_cast<Bytes>(elements * 2)});
+      sends[p.from].push_back({static_cast<std::uint32_t>(p.to), static_cast<Bytes>(elements * 2)});
   }
-  // Sends in time order; a core's next send waits for its previous one's source port.
-  using Event = std::tuple<Cycles, std::size_t, std::size_t>;  // time, core, send index
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> ready;
-  for (std::size_t c = 0; c < cores; ++c)
-    if (!sends[c].empty()) ready.emplace(0, c, 0);
-  std::vector<Cycles> arrived(cores, 0), sent(cores, 0);
-  while (!ready.empty()) {
-    const auto [t, c, i] = ready.top();
-    ready.pop();
-    const Send& s = sends[c][i];
-    const sim::Transfer tr = fabric_.transfer(static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(s.to), t,
-                                              s.bytes, boundary_, nullptr);
-    arrived[s.to] = std::max(arrived[s.to], tr.arrival);
-    sent[c] = tr.sender_done;
-    if (i + 1 < sends[c].size()) ready.emplace(tr.sender_done, c, i + 1);
-  }
+  Run run(net_, std::move(sends));
+  run.go();
   Cycles end = 0;
-  for (std::size_t c = 0; c < cores; ++c) end = std::max(end, std::max(sent[c] + copy_cycles[c], arrived[c]));
+  for (std::size_t c = 0; c < cores; ++c) end = std::max({end, run.sent(c) + copy_cycles[c], run.arrived(c)});
   return static_cast<double>(end);
 }
 
 double ExchangeReplay::round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) {
-  reset();
-  Cycles end = 0;
+  std::size_t cores = 0;
+  for (const auto& [from, to] : pairs) cores = std::max({cores, from + 1, to + 1});
+  std::vector<std::vector<Run::Send>> sends(cores);
   for (const auto& [from, to] : pairs)
-    if (from != to)
-      end = std::max(end, fabric_.transfer(static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to), 0, bytes,
-                                           boundary_, nullptr).arrival);
+    if (from != to) sends[from].push_back({static_cast<std::uint32_t>(to), bytes});
+  Run run(net_, std::move(sends));
+  run.go();
+  Cycles end = 0;
+  for (std::size_t c = 0; c < cores; ++c) end = std::max(end, run.arrived(c));
   return static_cast<double>(end);
 }
 

@@ -101,8 +101,38 @@ ExchangeConfig parse_exchange(const JsonReader& r) {
   return e;
 }
 
+NocModel parse_model(const JsonReader& r) {
+  const std::string model = r.string("model", "packet");
+  if (model == "packet") return NocModel::Packet;
+  if (model == "flit") return NocModel::Flit;
+  r.fail("model", fmt::format("unknown model \"{}\" (expected \"packet\" or \"flit\")", model));
+}
+
+// Flit level: one flit per link per cycle, `vcs` virtual channels of whole flits per input port.
+void parse_flit_fields(const JsonReader& r, MeshConfig& m) {
+  m.vcs = static_cast<std::uint32_t>(r.u64("vcs", m.vcs));
+  require(m.vcs >= 1 && m.vcs <= 64, r, "vcs", "expected 1..64 virtual channels");
+  if (m.model == NocModel::Flit && m.torus)
+    require(m.vcs >= 2, r, "vcs", "a torus needs at least 2 virtual channels (dateline classes)");
+  if (m.model != NocModel::Flit) {
+    if (r.has("vc_buffer_bytes")) r.value("vc_buffer_bytes");  // accepted, used at flit level only
+    return;
+  }
+  const double flit = m.link_bytes_per_cycle;
+  if (flit != static_cast<double>(static_cast<Bytes>(flit)) || flit < 1)
+    r.fail("link_bytes_per_cycle", fmt::format("the flit level carries one flit per cycle per link, so "
+                                               "link_bytes_per_cycle (the flit size) must be a whole "
+                                               "number of bytes, got {}", flit));
+  m.vc_buffer_bytes = r.u64("vc_buffer_bytes", 8 * m.flit_bytes());
+  require(m.vc_buffer_bytes >= m.flit_bytes(), r, "vc_buffer_bytes",
+          fmt::format("must hold at least one flit ({} bytes)", m.flit_bytes()));
+  require(m.link_latency_cycles + m.router_latency_cycles >= 1, r, "router_latency_cycles",
+          "the flit level needs link_latency_cycles + router_latency_cycles >= 1");
+}
+
 MeshConfig parse_mesh(const JsonReader& r, std::uint32_t cores) {
   MeshConfig m;
+  m.model = parse_model(r);
   m.rows = static_cast<std::uint32_t>(r.u64("rows"));
   m.cols = static_cast<std::uint32_t>(r.u64("cols"));
   if (std::uint64_t(m.rows) * m.cols != cores)
@@ -120,6 +150,9 @@ MeshConfig parse_mesh(const JsonReader& r, std::uint32_t cores) {
           fmt::format("must hold at least one packet ({} bytes)", m.packet_bytes));
   m.gateway_core = static_cast<std::uint32_t>(r.u64("gateway_core", 0));
   require(m.gateway_core < cores, r, "gateway_core", fmt::format("expected < {}", cores));
+  if (m.torus)
+    require(m.buffer_bytes >= m.packet_bytes, r, "buffer_bytes", "must hold at least one packet");
+  parse_flit_fields(r, m);
   r.reject_unknown_keys();
   return m;
 }
@@ -151,6 +184,10 @@ SystemConfig parse_system(const JsonReader& r) {
   s.buffer_bytes = r.u64("buffer_bytes", s.buffer_bytes);
   require(s.buffer_bytes >= s.packet_bytes, r, "buffer_bytes",
           fmt::format("must hold at least one packet ({} bytes)", s.packet_bytes));
+  if (r.has("model") && r.string("model") != "packet")
+    r.fail("model", fmt::format("unknown model \"{}\" for the links between chips (expected "
+                                "\"packet\"; the flit level is built for a single mesh chip)",
+                                r.string("model")));
   r.reject_unknown_keys();
   return s;
 }
@@ -201,9 +238,23 @@ Config parse_config(const Json& json, const std::string& what) {
     s.reject_unknown_keys();
   }
   c.chip.offchip = parse_offchip(chip.object("offchip"));
+  if (chip.has("dma")) {
+    JsonReader d = chip.object("dma");
+    c.chip.dma.issue_cycles = d.u64("issue_cycles", c.chip.dma.issue_cycles);
+    d.reject_unknown_keys();
+  }
   chip.reject_unknown_keys();
   if (r.has("system")) c.system = parse_system(r.object("system"));
   r.reject_unknown_keys();
+  if (c.chip.mesh && c.system.chips > 1) {
+    if (c.chip.mesh->model == NocModel::Flit)
+      r.fail("chip", "chip.mesh.model \"flit\" is built for a single chip; a system of several "
+                     "chips runs at packet level (set system.chips to 1 or model to \"packet\")");
+    if (c.system.packet_bytes > c.chip.mesh->buffer_bytes)
+      r.fail("system", fmt::format("system.packet_bytes ({}) must fit in a mesh router's input "
+                                   "buffer (chip.mesh.buffer_bytes = {}): cross-chip packets cross "
+                                   "the mesh whole", c.system.packet_bytes, c.chip.mesh->buffer_bytes));
+  }
   c.fingerprint = fingerprint(json);
   return c;
 }

@@ -47,8 +47,13 @@ struct ExchangeConfig {
   Cycles latency_cycles = 30;
 };
 
+// Level of detail of a network: packets with virtual cut-through (fast, the default) or flits
+// with wormhole switching, virtual channels and credits (the reference).
+enum class NocModel : std::uint8_t { Packet, Flit };
+
 // 2-D mesh or torus of routers, one core per router, dimension-order (X then Y) routing.
 struct MeshConfig {
+  NocModel model = NocModel::Packet;
   std::uint32_t rows = 0, cols = 0;
   bool torus = false;
   double link_bytes_per_cycle = 32;
@@ -56,8 +61,18 @@ struct MeshConfig {
   Cycles link_latency_cycles = 1;
   Cycles router_latency_cycles = 2;
   Bytes packet_bytes = 256;
-  Bytes buffer_bytes = 1024;  // input buffer per router port; whole packets
+  Bytes buffer_bytes = 1024;  // packet level: input buffer per router port; whole packets
   std::uint32_t gateway_core = 0;  // where cross-chip traffic leaves and enters the chip
+  // flit level: a flit is link_bytes_per_cycle bytes (one per cycle per link)
+  std::uint32_t vcs = 4;             // virtual channels per input port
+  Bytes vc_buffer_bytes = 0;         // per virtual channel; 0 = 8 flits
+  Bytes flit_bytes() const { return static_cast<Bytes>(link_bytes_per_cycle); }
+  std::uint32_t vc_buffer_flits() const { return static_cast<std::uint32_t>(vc_buffer_bytes / flit_bytes()); }
+};
+
+// A core's DMA engine (asynchronous send/recv/load/store).
+struct DmaConfig {
+  Cycles issue_cycles = 1;  // core cycles to start an asynchronous transfer
 };
 
 struct SyncConfig {
@@ -91,6 +106,7 @@ struct ChipConfig {
   std::optional<MeshConfig> mesh;
   SyncConfig sync;
   OffchipConfig offchip;
+  DmaConfig dma;
 };
 
 struct Config {

@@ -15,11 +15,11 @@ const char* activity_name(Activity a) {
   return names[static_cast<int>(a)];
 }
 
-Core::Core(sc_core::sc_module_name name, const CoreProgram& program, std::uint32_t chip,
+Core::Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
            TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
            FunctionalContext* functional)
-    : sc_core::sc_module(name), net("net"), barrier("barrier"), memory("memory"), prog_(program),
-      chip_(chip), trace_(trace), track_(trace_track), status_(status), tags_(tags),
+    : sc_core::sc_module(name), dma("dma"), barrier("barrier"), prog_(program),
+      issue_cycles_(dma_issue_cycles), trace_(trace), track_(trace_track), status_(status), tags_(tags),
       fx_(functional) {
   SC_THREAD(run);
 }
@@ -87,7 +87,8 @@ void Core::functional(const Item& it) {
       evaluate(prog.exprs[static_cast<std::size_t>(f.expr)], f.ranges, ins, buffer(f.buffer));
       break;
     }
-    case Op::Recv: {
+    case Op::Recv:
+    case Op::Wait: {
       if (!received_)
         throw SimulationError(fmt::format("core {}: functional mode: a message without values arrived at {}",
                                           prog_.core, item_location(prog, prog_, it)));
@@ -113,26 +114,42 @@ std::shared_ptr<const Payload> Core::payload(const Item& it) {
   return p;
 }
 
+// A send, receive, load or store: blocking (handle 0) or started on a DMA handle; and the wait
+// for a handle. Returns the activity its cycles count as.
+Activity Core::transfer(const Item& it) {
+  const std::uint32_t h = it.handle;
+  switch (it.op) {
+    case Op::Send: dma->send(h, it.arg, it.value, fx_ ? payload(it) : nullptr); break;
+    case Op::Recv: dma->recv(h, it.arg, it.value); break;
+    case Op::Load: dma->memory(h, it.value, false); break;
+    case Op::Store: dma->memory(h, it.value, true); break;
+    case Op::Wait: break;
+    default: return Activity::Compute;
+  }
+  const Op kind = it.op == Op::Wait ? static_cast<Op>(it.value) : it.op;
+  if (it.op != Op::Wait && h != 0) {
+    wait(cycles(issue_cycles_));  // issued: the core goes on
+  } else {
+    received_ = dma->wait(h);
+    if (fx_ && kind == Op::Recv) functional(it);
+  }
+  switch (kind) {
+    case Op::Send: return Activity::Send;
+    case Op::Recv: return Activity::Recv;
+    default: return Activity::Memory;
+  }
+}
+
 void Core::execute(const Item& it) {
-  if (fx_ && it.op != Op::Send && it.op != Op::Recv) functional(it);
+  const bool moves = it.op == Op::Send || it.op == Op::Recv || it.op == Op::Wait;
+  if (fx_ && !moves) functional(it);
   if (it.op == Op::Alloc || it.op == Op::Free || it.op == Op::Init) return;
   const Cycles start = now_cycles();
   Activity a = Activity::Compute;
   switch (it.op) {
     case Op::Compute: wait(cycles(it.value)); break;
-    case Op::Send:
-      a = Activity::Send;
-      net->send(prog_.core, it.arg, it.value, fx_ ? payload(it) : nullptr);
-      break;
-    case Op::Recv:
-      a = Activity::Recv;
-      received_ = net->recv(prog_.core, it.arg, it.value);
-      if (fx_) functional(it);
-      break;
     case Op::Sync: a = Activity::Sync; barrier->arrive(it.arg, prog_.core); break;
-    case Op::Load: a = Activity::Memory; memory->transfer(chip_, it.value, false); break;
-    case Op::Store: a = Activity::Memory; memory->transfer(chip_, it.value, true); break;
-    default: break;
+    default: a = transfer(it); break;
   }
   const Cycles end = now_cycles();
   busy_[static_cast<int>(a)] += end - start;

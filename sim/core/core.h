@@ -1,14 +1,14 @@
 #pragma once
 // A core: one SC_THREAD that runs its work items in order. Compute items take the cycle count
-// computed at load time; send/recv/sync/load/store go through the ports to the interconnect,
-// the barrier and the off-chip memory, which block the thread for as long as they take.
+// computed at load time; sync goes to the barrier; send/recv/load/store go to the core's DMA
+// engine: the blocking forms wait there until the transfer is done, the asynchronous ones (with
+// a handle) cost the issue cycles and the core goes on until a `wait` on the handle.
 #include <array>
 #include <memory>
 #include <string>
 #include <systemc>
 
-#include "sim/memory/offchip.h"
-#include "sim/noc/fabric_if.h"
+#include "sim/core/dma.h"
 #include "sim/program/program.h"
 #include "sim/sync/barrier.h"
 
@@ -42,12 +42,11 @@ struct RunStatus {
 
 class Core : public sc_core::sc_module {
  public:
-  sc_core::sc_port<FabricIf> net;
+  sc_core::sc_port<DmaIf> dma;
   sc_core::sc_port<BarrierIf> barrier;
-  sc_core::sc_port<MemoryIf> memory;
 
   SC_HAS_PROCESS(Core);
-  Core(sc_core::sc_module_name name, const CoreProgram& program, std::uint32_t chip,
+  Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
        TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
        FunctionalContext* functional);
 
@@ -62,11 +61,12 @@ class Core : public sc_core::sc_module {
   void run();
   void execute(const Item& item);
   void functional(const Item& item);
+  Activity transfer(const Item& item);
   std::shared_ptr<const Payload> payload(const Item& item);
   Buffer& buffer(std::uint32_t slot);
 
   const CoreProgram& prog_;
-  std::uint32_t chip_;
+  Cycles issue_cycles_;
   TraceRecorder* trace_;
   int track_;
   RunStatus& status_;

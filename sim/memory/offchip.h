@@ -1,35 +1,57 @@
 #pragma once
 // Off-chip memory of each chip: `channels` channels, each with a bandwidth and a latency, shared
 // by every core of the chip. Addresses are interleaved finely, so a request is spread evenly
-// over all channels; concurrent requests queue per channel, first come first served.
-#include <deque>
+// over all channels. Each channel serves requests first come, first served, in time order:
+// requests of one cycle are taken half a cycle later in core order, whatever order the kernel
+// ran the cores in, and a request's time on a channel starts when the requests before it are done.
 #include <systemc>
 #include <vector>
 
+#include "sim/common/completion.h"
 #include "sim/config/config.h"
-#include "sim/noc/resource.h"
+#include "sim/noc/transport.h"
 
 namespace tessera::sim {
 
+class TraceRecorder;
+
 class MemoryIf : public virtual sc_core::sc_interface {
  public:
-  // Blocks the calling core until `bytes` have been read (load) or written (store).
-  virtual void transfer(std::uint32_t chip, Bytes bytes, bool write) = 0;
+  // Starts a read (load) or write (store) of `bytes` by `core`; returns at once, `done`
+  // completes when the last byte is read or written.
+  virtual void transfer(std::uint32_t core, Bytes bytes, bool write, Completion& done) = 0;
 };
 
 class OffchipMemory : public sc_core::sc_module, public MemoryIf {
  public:
+  SC_HAS_PROCESS(OffchipMemory);
   OffchipMemory(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace);
-  void transfer(std::uint32_t chip, Bytes bytes, bool write) override;
-  void resources(std::vector<Resource*>& out);
+  void transfer(std::uint32_t core, Bytes bytes, bool write, Completion& done) override;
+  void stats(std::vector<ChannelStats*>& out);
   Bytes bytes_read(std::uint32_t chip) const { return read_[chip]; }
   Bytes bytes_written(std::uint32_t chip) const { return written_[chip]; }
 
  private:
+  struct Request {
+    std::uint32_t core;
+    std::uint64_t order;
+    Bytes bytes;
+    Completion* done;
+  };
+  struct Channel {
+    ChannelStats stats;
+    Cycles free = 0;  // the end of the requests already taken
+  };
+  void serve();
+
+  const Config& cfg_;
   std::uint32_t channels_;
   TraceRecorder* trace_;
-  std::deque<Resource> channel_;  // chip-major
+  std::vector<Channel> channel_;  // chip-major
   std::vector<Bytes> read_, written_;
+  std::vector<Request> requests_;  // issued this cycle
+  std::uint64_t order_ = 0;
+  sc_core::sc_event wake_;
 };
 
 }  // namespace tessera::sim

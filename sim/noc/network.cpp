@@ -6,64 +6,121 @@
 
 #include "sim/common/clock.h"
 #include "sim/common/error.h"
+#include "sim/noc/flit_mesh.h"
+#include "sim/noc/packet_net.h"
 
 namespace tessera::sim {
 
+std::unique_ptr<Transport> make_transport(const Config& cfg, TraceRecorder* trace) {
+  if (cfg.chip.mesh && cfg.chip.mesh->model == NocModel::Flit)
+    return std::make_unique<FlitMesh>(cfg, trace);
+  return std::make_unique<PacketNetwork>(cfg, trace);
+}
+
 Network::Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace)
-    : sc_core::sc_module(name), boundary("boundary"), trace_(trace), fabric_(cfg) {
-  for (std::uint32_t i = 0; i < cfg.total_cores(); ++i) {
-    inboxes_.push_back(std::make_unique<Inbox>());
-    granted_.push_back(std::make_unique<sc_core::sc_event>());
-  }
-  SC_METHOD(arbitrate);
-  sensitive << requests_ready_;
+    : sc_core::sc_module(name), transport_(make_transport(cfg, trace)),
+      unmatched_(cfg.total_cores()), posted_(cfg.total_cores()) {
+  transport_->set_listener(this);
+  SC_METHOD(step);
+  sensitive << wake_;
   dont_initialize();
 }
 
+// Half a cycle after t: every core has acted at t.
+void Network::wake_at(Cycles t) {
+  const sc_core::sc_time at = sc_core::sc_time::from_value(t * kTicksPerCycle + kTicksPerCycle / 2);
+  wake_.notify(at - sc_core::sc_time_stamp());
+}
+
+void Network::step() {
+  transport_->advance(now_cycles());
+  const Cycles next = transport_->next_event();
+  if (next != kNever) wake_at(next);
+}
+
 void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
-                   std::shared_ptr<const Payload> payload) {
-  if (requests_.empty()) requests_ready_.notify(sc_core::SC_ZERO_TIME);
-  requests_.push_back({src, dst, bytes, std::move(payload)});
-  wait(*granted_[src]);  // fires when the source port has sent the last byte
-}
-
-void Network::arbitrate() {
+                   std::shared_ptr<const Payload> payload, Completion& done) {
+  std::uint32_t m;
+  if (free_.empty()) {
+    m = static_cast<std::uint32_t>(pool_.size());
+    pool_.emplace_back();
+  } else {
+    m = free_.back();
+    free_.pop_back();
+  }
+  Message& msg = pool_[m];
+  msg = Message{};
+  msg.src = src;
+  msg.dst = dst;
+  msg.bytes = bytes;
+  msg.payload = std::move(payload);
+  msg.sent = &done;
+  ++messages_;
+  // a receive already posted for it?
+  auto& posted = posted_[dst];
+  auto it = std::find_if(posted.begin(), posted.end(), [src](const Posted& p) { return p.src == src; });
+  if (it != posted.end()) {
+    const Posted p = *it;
+    posted.erase(it);
+    match(m, p.bytes, *p.done);
+  } else {
+    unmatched_[dst].push_back(m);
+  }
   const Cycles now = now_cycles();
-  std::sort(requests_.begin(), requests_.end(), [](const Request& a, const Request& b) { return a.src < b.src; });
-  for (Request& r : requests_) {
-    const Transfer t = fabric_.transfer(r.src, r.dst, now, r.bytes, boundary.operator->(), trace_);
-    ++messages_;
-    Inbox& in = *inboxes_[r.dst];
-    in.pending.push_back({r.src, r.bytes, t.arrival, std::move(r.payload)});
-    if (in.waiting_for == r.src) in.arrived.notify(cycles(t.arrival - now));
-    granted_[r.src]->notify(cycles(t.sender_done - now));
-  }
-  requests_.clear();
+  transport_->inject(m, src, dst, bytes, now);
+  wake_at(now);
 }
 
-std::shared_ptr<const Payload> Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) {
-  Inbox& in = *inboxes_[dst];
-  for (;;) {
-    auto it = std::find_if(in.pending.begin(), in.pending.end(),
-                           [src](const Message& m) { return m.src == src; });
-    if (it != in.pending.end()) {
-      Message m = std::move(*it);
-      in.pending.erase(it);
-      if (m.bytes != bytes)
-        throw SimulationError(fmt::format("core {} posted a recv of {} bytes from core {}, but the "
-                                          "matching send carries {} bytes",
-                                          dst, bytes, src, m.bytes));
-      wait_until(m.arrival);
-      return std::move(m.payload);
-    }
-    in.waiting_for = src;
-    wait(in.arrived);
-    in.waiting_for = kNobody;
+void Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) {
+  auto& inbox = unmatched_[dst];
+  auto it = std::find_if(inbox.begin(), inbox.end(), [&](std::uint32_t m) { return pool_[m].src == src; });
+  if (it == inbox.end()) {
+    posted_[dst].push_back({src, bytes, &done});
+    return;
+  }
+  const std::uint32_t m = *it;
+  inbox.erase(it);
+  match(m, bytes, done);
+}
+
+void Network::match(std::uint32_t m, Bytes recv_bytes, Completion& done) {
+  Message& msg = pool_[m];
+  if (msg.bytes != recv_bytes)
+    done.error = fmt::format("core {} posted a recv of {} bytes from core {}, but the matching send "
+                             "carries {} bytes", msg.dst, recv_bytes, msg.src, msg.bytes);
+  msg.matched = true;
+  msg.received = &done;
+  if (msg.delivered) {
+    done.payload = std::move(msg.payload);
+    done.complete(std::max(msg.arrival, now_cycles()));
+    release(m);
   }
 }
 
-void Network::resources(std::vector<Resource*>& out) {
-  fabric_.resources(out);
+void Network::release(std::uint32_t m) {
+  Message& msg = pool_[m];
+  if (msg.delivered && msg.matched && !msg.sent) {
+    msg.payload.reset();
+    free_.push_back(m);
+  }
+}
+
+void Network::sent(std::uint64_t message, Cycles when) {
+  Message& msg = pool_[message];
+  msg.sent->complete(when);
+  msg.sent = nullptr;
+  release(static_cast<std::uint32_t>(message));
+}
+
+void Network::delivered(std::uint64_t message, Cycles when) {
+  Message& msg = pool_[message];
+  msg.delivered = true;
+  msg.arrival = when;
+  if (msg.matched) {
+    msg.received->payload = std::move(msg.payload);
+    msg.received->complete(when);
+  }
+  release(static_cast<std::uint32_t>(message));
 }
 
 }  // namespace tessera::sim

@@ -1,54 +1,70 @@
 #pragma once
-// The system's interconnect as seen by cores: routes a message over the on-chip fabric of its
-// chip, or out through the chip boundary port and into another chip, and keeps one inbox per
-// core so a recv returns when its matching message has arrived. Messages between a pair of cores
-// are matched in send order. Sends issued in the same cycle (and delta) reserve their paths in
-// the order of their source core ids, not in the kernel's process order: contention is resolved
-// the same way whatever order SystemC runs the cores in, and the compiler's exchange replay
-// (compiler/cost/exchange.h) can reproduce it.
+// The system's interconnect as a SystemC module: it runs one transport (the packet-level engine,
+// or the flit-level mesh) for every chip and the links between chips, and matches messages with
+// the receives posted for them (between two cores, in send order).
+//
+// Time order without booking ahead: cores act on whole cycles; the transport advances cycle t
+// half a cycle later, once every core has issued what it issues at t, whatever order the kernel
+// ran them in. Same-cycle messages enter in source-core order. What the transport decides at t
+// (a send done, a message delivered) lies at t + 1 or later and is notified for that cycle.
 #include <memory>
 #include <systemc>
 #include <vector>
 
 #include "sim/config/config.h"
 #include "sim/noc/fabric_if.h"
-#include "sim/noc/interconnect.h"
+#include "sim/noc/transport.h"
 
 namespace tessera::sim {
 
-class Network : public sc_core::sc_module, public FabricIf {
- public:
-  sc_core::sc_port<ChipBoundaryIf> boundary;
+class TraceRecorder;
 
+// The transport a config asks for (chip.mesh.model): packet level or flit level.
+std::unique_ptr<Transport> make_transport(const Config& cfg, TraceRecorder* trace);
+
+class Network : public sc_core::sc_module, public FabricIf, private TransportListener {
+ public:
   SC_HAS_PROCESS(Network);
   Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace);
-  void send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
-            std::shared_ptr<const Payload> payload) override;
-  std::shared_ptr<const Payload> recv(std::uint32_t dst, std::uint32_t src, Bytes bytes) override;
+  void send(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::shared_ptr<const Payload> payload,
+            Completion& done) override;
+  void recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) override;
 
-  void resources(std::vector<Resource*>& out);
+  void stats(std::vector<ChannelStats*>& out) { transport_->stats(out); }
   std::uint64_t messages() const { return messages_; }
-  // For deadlock reports: messages that arrived but were never received.
-  std::size_t pending(std::uint32_t dst) const { return inboxes_[dst]->pending.size(); }
+  // For deadlock reports: messages sent to `dst` and not received; packets still in the network.
+  std::size_t pending(std::uint32_t dst) const { return unmatched_[dst].size(); }
+  std::uint64_t in_flight() const { return transport_->in_flight(); }
 
  private:
-  struct Message { std::uint32_t src; Bytes bytes; Cycles arrival; std::shared_ptr<const Payload> payload; };
-  static constexpr std::uint32_t kNobody = ~0u;
-  struct Inbox {
-    std::vector<Message> pending;  // in arrival-issue order
-    std::uint32_t waiting_for = kNobody;
-    sc_core::sc_event arrived;
+  struct Message {
+    std::uint32_t src = 0, dst = 0;
+    Bytes bytes = 0;
+    std::shared_ptr<const Payload> payload;
+    Completion* sent = nullptr;
+    Completion* received = nullptr;  // the matched receive, once posted
+    Cycles arrival = kNever;
+    bool delivered = false, matched = false;
+  };
+  struct Posted {
+    std::uint32_t src;
+    Bytes bytes;
+    Completion* done;
   };
 
-  TraceRecorder* trace_;
-  struct Request { std::uint32_t src, dst; Bytes bytes; std::shared_ptr<const Payload> payload; };
-  void arbitrate();  // reserves this delta's requests in source order
+  void step();
+  void wake_at(Cycles t);
+  void match(std::uint32_t m, Bytes recv_bytes, Completion& done);
+  void release(std::uint32_t m);
+  void sent(std::uint64_t message, Cycles when) override;
+  void delivered(std::uint64_t message, Cycles when) override;
 
-  Interconnect fabric_;
-  std::vector<std::unique_ptr<Inbox>> inboxes_;
-  std::vector<Request> requests_;           // issued in the current delta
-  sc_core::sc_event requests_ready_;
-  std::vector<std::unique_ptr<sc_core::sc_event>> granted_;  // per core: its send is done
+  std::unique_ptr<Transport> transport_;
+  std::vector<Message> pool_;
+  std::vector<std::uint32_t> free_;
+  std::vector<std::vector<std::uint32_t>> unmatched_;  // per destination, in send order
+  std::vector<std::vector<Posted>> posted_;            // per destination, receives not yet matched
+  sc_core::sc_event wake_;
   std::uint64_t messages_ = 0;
 };
 

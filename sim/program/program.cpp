@@ -50,7 +50,15 @@ class CoreReader {
       read_item(items[i], fmt::format("{}[{}]", path, i), multiplicity);
   }
 
-  void finish() { out_.peak_scratchpad_bytes = pad_.peak_bytes(); }
+  void finish() {
+    out_.peak_scratchpad_bytes = pad_.peak_bytes();
+    for (const auto& [name, h] : handles_)
+      if (h.pending)
+        throw ProgramError(fmt::format("{}: {}: core {}: DMA handle '{}' is started here and never "
+                                       "waited for (add {{\"op\": \"wait\", \"handle\": \"{}\"}})",
+                                       what_, h.started_at, out_.core, name, name));
+    out_.dma_handles = static_cast<std::uint32_t>(handles_.size());
+  }
 
  private:
   [[noreturn]] void fail(const std::string& where, const std::string& msg) const {
@@ -285,6 +293,51 @@ class CoreReader {
     return it->second;
   }
 
+  // An asynchronous transfer's handle, started by the item just emitted.
+  struct Handle {
+    std::uint32_t slot = 0;
+    bool pending = false;
+    Op started_by = Op::Send;
+    std::uint32_t buffer = 0;  // functional mode: where a receive's values go
+    std::string started_at;
+  };
+
+  void start_handle(const JsonReader& r, const std::string& where) {
+    if (!r.has("handle")) return;
+    const std::string name = r.string("handle");
+    if (name.empty()) r.fail("handle", "expected a non-empty name");
+    Handle& h = handles_[name];
+    if (h.slot == 0) h.slot = static_cast<std::uint32_t>(handles_.size());
+    if (h.pending)
+      r.fail("handle", fmt::format("handle '{}' is still in use (started at {}); wait for it first", name, h.started_at));
+    h.pending = true;
+    h.started_by = out_.code.back().op;
+    h.started_at = where;
+    if (functional_) h.buffer = fn_item().buffer;
+    out_.code.back().handle = h.slot;
+  }
+
+  void read_wait(const JsonReader& r, const std::string& where, std::uint64_t mult) {
+    const std::string name = r.string("handle");
+    auto it = handles_.find(name);
+    if (it == handles_.end() || !it->second.pending)
+      r.fail("handle", fmt::format("no transfer is in flight on handle '{}' here (start one with a "
+                                   "send, recv, load or store that names it)", name));
+    Handle& h = it->second;
+    h.pending = false;
+    emit(Op::Wait, h.slot, static_cast<std::uint64_t>(h.started_by), where, mult);
+    out_.code.back().handle = h.slot;
+    if (functional_) fn_item().buffer = h.buffer;
+  }
+
+  std::vector<std::string> pending_handles() const {
+    std::vector<std::string> out;
+    for (const auto& [name, h] : handles_)
+      if (h.pending) out.push_back(name);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   void read_item(const Json& j, const std::string& where, std::uint64_t mult) {
     JsonReader r(j, what_, where, 'p');
     std::string op = r.string("op");
@@ -343,6 +396,9 @@ class CoreReader {
         r.fail("box", "functional mode needs every send to name the box of values it carries");
       }
       if (functional_) fn_item().buffer = value_buffer(r, "buffer", r.string("buffer"));
+      start_handle(r, where);
+    } else if (op == "wait") {
+      read_wait(r, where, mult);
     } else if (op == "sync") {
       std::string g = r.string("group", "all");
       auto it = groups_.find(g);
@@ -360,6 +416,7 @@ class CoreReader {
                                     prog_.tensors[t].name, prog_.tensors[t].bytes));
       emit(op == "load" ? Op::Load : Op::Store, t, bytes, where, mult);
       if (functional_) fn_item().buffer = value_buffer(r, "buffer", r.string("buffer"));
+      start_handle(r, where);
     } else if (op == "repeat") {
       std::uint64_t count = r.u64("count");
       if (count == 0 || count > 0xffffffffu) r.fail("count", "expected 1..4294967295");
@@ -367,6 +424,7 @@ class CoreReader {
         r.fail("op", "functional mode needs unrolled programs (each iteration touches different "
                      "values); compile with --functional");
       auto before = pad_.live_buffers();
+      const auto handles_before = pending_handles();
       std::size_t begin = out_.code.size();
       emit(Op::LoopBegin, static_cast<std::uint32_t>(count), 0, where, mult);
       read_items(r.value("body"), where + ".body", mult * count);
@@ -375,9 +433,12 @@ class CoreReader {
       if (pad_.live_buffers() != before)
         r.fail("body", "a repeat body must free every buffer it allocates and allocate every "
                        "buffer it frees");
+      if (pending_handles() != handles_before)
+        r.fail("body", "a repeat body must wait for every DMA handle it starts, and start none it "
+                       "waits for");
     } else {
       r.fail("op", fmt::format("unknown op \"{}\" (expected alloc, free, init, compute, send, "
-                               "recv, sync, load, store or repeat)", op));
+                               "recv, wait, sync, load, store or repeat)", op));
     }
     r.reject_unknown_keys();
   }
@@ -393,6 +454,7 @@ class CoreReader {
   const bool functional_;
   std::uint32_t tag_ = kNoTag;
   std::unordered_map<std::string, std::uint32_t> slots_;
+  std::map<std::string, Handle> handles_;
 };
 
 void read_groups(const JsonReader& r, const Config& cfg, Program& prog,

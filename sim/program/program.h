@@ -16,6 +16,7 @@ namespace tessera::sim {
 
 enum class Op : std::uint8_t {
   Compute, Send, Recv, Sync, Load, Store, LoopBegin, LoopEnd,
+  Wait,  // for a transfer started with a handle (arg: the handle; value: the Op that started it)
   Alloc, Free, Init  // functional mode only: buffers that hold values, weights preloaded (0 cycles)
 };
 constexpr std::uint32_t kNoTag = ~0u;
@@ -29,6 +30,7 @@ struct Item {
   std::uint32_t where = 0;  // index into CoreProgram::where (diagnostics, functional details)
   std::uint32_t tag = kNoTag;  // index into Program::tags: which operator and phase it belongs to
   std::uint64_t value = 0;  // Send/Recv/Load/Store: bytes; Compute: cycles
+  std::uint32_t handle = 0;  // Send/Recv/Load/Store/Wait: DMA handle; 0 = blocking
 };
 
 // Functional details of an item (functional mode): buffers are slots in CoreProgram::views.
@@ -46,6 +48,7 @@ struct CoreProgram {
   std::vector<std::string> where;  // "cores[2].items[5]" for each item, for error messages
   Bytes peak_scratchpad_bytes = 0;
   std::uint64_t work_items = 0;  // items executed, counting loop iterations
+  std::uint32_t dma_handles = 0;  // distinct handle names (DMA slots 1..dma_handles)
   std::vector<FunctionalItem> functional;  // by Item::where, functional mode only
   std::vector<View> views;                 // buffer slots, functional mode only
 };

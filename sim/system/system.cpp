@@ -13,10 +13,8 @@ namespace tessera::sim {
 System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog,
                TraceRecorder* trace)
     : sc_core::sc_module(name), cfg_(cfg), prog_(prog), tags_(prog.tags.size()),
-      network_("network", cfg, trace),
-      links_("chip_links", cfg.system), barrier_("barrier", cfg, prog),
+      network_("network", cfg, trace), barrier_("barrier", cfg, prog),
       memory_("offchip", cfg, trace) {
-  network_.boundary.bind(links_);
   if (prog.functional) {
     fx_ = std::make_unique<FunctionalContext>();
     fx_->program = &prog;
@@ -25,20 +23,26 @@ System::System(sc_core::sc_module_name name, const Config& cfg, const Program& p
   for (const CoreProgram& cp : prog.cores) {
     const std::uint32_t chip = cfg.chip_of(cp.core);
     int track = trace ? trace->add_track(fmt::format("chip {} cores", chip), fmt::format("core {}", cp.core)) : -1;
-    cores_.push_back(std::make_unique<Core>(fmt::format("core_{}", cp.core).c_str(), cp, chip, trace,
-                                            track, status_, tags_, fx_.get()));
+    dmas_.push_back(std::make_unique<Dma>(fmt::format("dma_{}", cp.core).c_str(), cp.core, cp.dma_handles));
+    Dma& d = *dmas_.back();
+    d.net.bind(network_);
+    d.mem.bind(memory_);
+    cores_.push_back(std::make_unique<Core>(fmt::format("core_{}", cp.core).c_str(), cp,
+                                            cfg.chip.dma.issue_cycles, trace, track, status_, tags_,
+                                            fx_.get()));
     Core& c = *cores_.back();
-    c.net.bind(network_);
+    c.dma.bind(d);
     c.barrier.bind(barrier_);
-    c.memory.bind(memory_);
   }
-  if (trace) {
-    std::vector<Resource*> rs;
-    network_.resources(rs);
-    links_.resources(rs);
-    memory_.resources(rs);
-    for (Resource* r : rs) r->trace_track = trace->add_track("links and channels", r->name);
-  }
+  if (trace)
+    for (ChannelStats* r : channels()) r->trace_track = trace->add_track("links and channels", r->name);
+}
+
+std::vector<ChannelStats*> System::channels() const {
+  std::vector<ChannelStats*> rs;
+  const_cast<Network&>(network_).stats(rs);
+  const_cast<OffchipMemory&>(memory_).stats(rs);
+  return rs;
 }
 
 void System::check_finished() const {
@@ -60,13 +64,17 @@ void System::check_finished() const {
     else if (it.op == Op::Sync)
       what = fmt::format("waits at sync on group '{}' ({} of {} members arrived)",
                          prog_.groups[it.arg].name, barrier_.arrived(it.arg), barrier_.members(it.arg));
+    else if (it.op == Op::Wait)
+      what = fmt::format("waits for DMA handle {} ({} unreceived message(s) from others)", it.arg,
+                         network_.pending(c->program().core));
     else
       what = "is blocked";
     blocked += fmt::format("\n  core {} {} at {}", c->program().core, what, where);
   }
   if (count)
-    throw SimulationError(fmt::format("deadlock at cycle {}: {} core(s) can never finish:{}{}",
-                                      now_cycles(), count, blocked,
+    throw SimulationError(fmt::format("deadlock at cycle {}: {} core(s) can never finish ({} packet(s) "
+                                      "stuck in the network):{}{}",
+                                      now_cycles(), count, network_.in_flight(), blocked,
                                       count > 16 ? fmt::format("\n  ... and {} more", count - 16) : ""));
 }
 
@@ -104,12 +112,8 @@ Json System::results() const {
   }
   r["cores"] = std::move(cores);
 
-  std::vector<Resource*> rs;
-  const_cast<Network&>(network_).resources(rs);
-  const_cast<ChipLinks&>(links_).resources(rs);
-  const_cast<OffchipMemory&>(memory_).resources(rs);
   Json links = Json::array();
-  for (const Resource* l : rs) {
+  for (const ChannelStats* l : channels()) {
     links.push_back({{"name", l->name}, {"bytes", l->bytes}, {"transfers", l->transfers},
                      {"busy_cycles", l->busy_cycles},
                      {"busy_fraction", total ? static_cast<double>(l->busy_cycles) / total : 0.0}});

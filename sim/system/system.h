@@ -1,6 +1,6 @@
 #pragma once
-// The top-level SystemC module: every core of every chip, the network (on-chip fabrics and the
-// chip-boundary port), inter-chip links, barriers and off-chip memory, wired through ports.
+// The top-level SystemC module: every core of every chip with its DMA engine, the network (the
+// on-chip fabrics and the links between chips), barriers and off-chip memory, wired through ports.
 #include <memory>
 #include <systemc>
 #include <vector>
@@ -10,7 +10,6 @@
 #include "sim/memory/offchip.h"
 #include "sim/noc/network.h"
 #include "sim/sync/barrier.h"
-#include "sim/system/chip_links.h"
 
 namespace tessera::sim {
 
@@ -27,6 +26,7 @@ class System : public sc_core::sc_module {
   void check_finished() const;
   Json operators() const;
   Json outputs() const;
+  std::vector<ChannelStats*> channels() const;
 
   const Config& cfg_;
   const Program& prog_;
@@ -34,9 +34,9 @@ class System : public sc_core::sc_module {
   TagStats tags_;
   std::unique_ptr<FunctionalContext> fx_;
   Network network_;
-  ChipLinks links_;
   Barrier barrier_;
   OffchipMemory memory_;
+  std::vector<std::unique_ptr<Dma>> dmas_;
   std::vector<std::unique_ptr<Core>> cores_;
 };
 

@@ -1,0 +1,23 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/traffic/traffic.h"
+
+namespace tessera::cli {
+
+struct TrafficArgs {
+  std::string config, model, pattern = "uniform", unit = "packets";
+  std::vector<double> rates;
+  std::uint32_t sweep = 0;
+  sim::TrafficSpec spec;
+  std::string out, csv, plot;
+};
+
+void add_traffic_options(CLI::App* cmd, TrafficArgs& a);
+// `tessera traffic`: synthetic traffic at one rate or a sweep; a table, the results JSON, a CSV
+// and a latency-throughput plot (docs/traffic.md).
+int traffic_cmd(TrafficArgs a);
+
+}  // namespace tessera::cli

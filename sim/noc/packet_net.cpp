@@ -1,0 +1,322 @@
+#include "sim/noc/packet_net.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/results/trace.h"
+
+namespace tessera::sim {
+
+namespace {
+Cycles ceil_fp(std::int64_t fp, std::int64_t frac) { return static_cast<Cycles>((fp + frac - 1) / frac); }
+}  // namespace
+
+PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace)
+    : cfg_(cfg), topo_(cfg), trace_(trace) {
+  for (const ChannelSpec& s : topo_.channels()) {
+    Channel ch;
+    ch.bytes_per_cycle = s.bytes_per_cycle;
+    ch.latency = s.latency_cycles;
+    ch.stats.name = s.name;
+    channels_.push_back(std::move(ch));
+  }
+  for (const BufferSpec& s : topo_.buffers()) {
+    Buffer b;
+    b.capacity = s.capacity_bytes;
+    b.feeders = s.feeders;
+    buffers_.push_back(std::move(b));
+  }
+  const std::uint32_t cores = cfg.total_cores();
+  queue_head_.assign(cores, kNil);
+  queue_tail_.assign(cores, kNil);
+  source_busy_.assign(cores, false);
+}
+
+void PacketNetwork::reset() {
+  for (Channel& ch : channels_) {
+    ch.free_fp = ch.busy_fp = 0;
+    ch.held = ch.dirty = false;
+    ch.waiting.clear();
+    const std::string name = std::move(ch.stats.name);
+    const int track = ch.stats.trace_track;
+    ch.stats = ChannelStats{};
+    ch.stats.name = std::move(name);
+    ch.stats.trace_track = track;
+  }
+  for (Buffer& b : buffers_) b.used[0] = b.used[1] = 0;
+  messages_.clear();
+  free_messages_.clear();
+  packets_.clear();
+  free_packets_.clear();
+  std::fill(queue_head_.begin(), queue_head_.end(), kNil);
+  std::fill(queue_tail_.begin(), queue_tail_.end(), kNil);
+  std::fill(source_busy_.begin(), source_busy_.end(), false);
+  wheel_.clear();
+  dirty_.clear();
+  order_ = seq_ = hops_ = live_packets_ = 0;
+}
+
+std::uint32_t PacketNetwork::new_message() {
+  if (!free_messages_.empty()) {
+    const std::uint32_t m = free_messages_.back();
+    free_messages_.pop_back();
+    return m;
+  }
+  messages_.emplace_back();
+  return static_cast<std::uint32_t>(messages_.size() - 1);
+}
+
+std::uint32_t PacketNetwork::new_packet() {
+  if (!free_packets_.empty()) {
+    const std::uint32_t p = free_packets_.back();
+    free_packets_.pop_back();
+    return p;
+  }
+  packets_.emplace_back();
+  return static_cast<std::uint32_t>(packets_.size() - 1);
+}
+
+void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32_t dst, Bytes bytes,
+                           Cycles when) {
+  const std::uint32_t m = new_message();
+  Message& msg = messages_[m];
+  msg.id = message;
+  msg.src = src;
+  msg.dst = dst;
+  msg.route.clear();
+  msg.coupled = topo_.route(src, dst, msg.route);
+  const Bytes pb = topo_.packet_bytes(src, dst);
+  msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
+  msg.unsent = bytes;
+  msg.outstanding = 0;
+  msg.arrival = 0;
+  msg.next = kNil;
+  msg.order = order_++;
+  wheel_.push(when, {Kind::Inject, m, 0, kNil, 0, 0});
+}
+
+void PacketNetwork::advance(Cycles t) {
+  while (!wheel_.empty()) {
+    const Cycles next = wheel_.next();
+    if (next > t) break;
+    process_cycle(next);
+  }
+}
+
+// All events of cycle t first (channels and buffer space freed, heads arrived, messages
+// injected), then the arbitration of every channel they touched, in channel order; grants that
+// cause more events in the same cycle (zero-latency hops) go round again.
+void PacketNetwork::process_cycle(Cycles t) {
+  for (;;) {
+    now_events_.clear();
+    wheel_.take(t, now_events_);
+    if (now_events_.empty() && dirty_.empty()) break;
+    injects_.clear();
+    for (const Event& e : now_events_) {
+      switch (e.kind) {
+        case Kind::Inject: injects_.push_back(e.a); break;
+        case Kind::Ready: wait_at(e.a, t); break;
+        case Kind::TxEnd:
+          mark(e.a);
+          if (e.c != kNil) mark(e.c);
+          if (e.b != kNoBuffer) {
+            buffers_[e.b].used[e.cls] -= e.bytes;
+            for (std::uint32_t f : buffers_[e.b].feeders) mark(f);
+          }
+          break;
+      }
+    }
+    std::sort(injects_.begin(), injects_.end(), [this](std::uint32_t a, std::uint32_t b) {
+      const Message &x = messages_[a], &y = messages_[b];
+      return x.src != y.src ? x.src < y.src : x.order < y.order;
+    });
+    for (std::uint32_t m : injects_) start_message(m, t);
+    std::sort(dirty_.begin(), dirty_.end());
+    grants_.swap(dirty_);
+    dirty_.clear();
+    for (std::uint32_t c : grants_) {
+      channels_[c].dirty = false;
+      try_grant(c, t);
+    }
+  }
+}
+
+void PacketNetwork::start_message(std::uint32_t m, Cycles t) {
+  const std::uint32_t src = messages_[m].src;
+  if (queue_tail_[src] == kNil) queue_head_[src] = m;
+  else messages_[queue_tail_[src]].next = m;
+  queue_tail_[src] = m;
+  if (!source_busy_[src]) next_packet(src, t);
+}
+
+// The source's next packet goes to its first channel (a source sends one packet at a time, in
+// the order its messages were injected).
+void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
+  const std::uint32_t m = queue_head_[src];
+  if (m == kNil) {
+    source_busy_[src] = false;
+    return;
+  }
+  Message& msg = messages_[m];
+  const std::uint32_t p = new_packet();
+  Packet& pk = packets_[p];
+  pk.msg = m;
+  pk.hop = 0;
+  pk.bytes = std::min(msg.packet_bytes, msg.unsent);
+  pk.seq = seq_++;
+  msg.unsent -= pk.bytes;
+  pk.last = msg.unsent == 0;
+  ++msg.outstanding;
+  ++live_packets_;
+  if (pk.last) {
+    queue_head_[src] = msg.next;
+    if (queue_head_[src] == kNil) queue_tail_[src] = kNil;
+  }
+  source_busy_[src] = true;
+  wait_at(p, t);
+}
+
+void PacketNetwork::wait_at(std::uint32_t p, Cycles ready) {
+  const Packet& pk = packets_[p];
+  const std::uint32_t c = messages_[pk.msg].route[pk.hop].channel;
+  auto& w = channels_[c].waiting;
+  const Waiting entry{ready, pk.seq, p};
+  auto pos = w.end();
+  while (pos != w.begin() && (std::prev(pos)->ready > ready ||
+                              (std::prev(pos)->ready == ready && std::prev(pos)->seq > pk.seq)))
+    --pos;
+  w.insert(pos, entry);
+  mark(c);
+}
+
+void PacketNetwork::mark(std::uint32_t c) {
+  if (channels_[c].dirty) return;
+  channels_[c].dirty = true;
+  dirty_.push_back(c);
+}
+
+bool PacketNetwork::fits(const Packet& pk) const {
+  const Hop& h = messages_[pk.msg].route[pk.hop];
+  if (h.buffer == kNoBuffer) return true;
+  const Buffer& b = buffers_[h.buffer];
+  return b.used[h.cls] + pk.bytes <= b.capacity;
+}
+
+void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
+  Channel& ch = channels_[c];
+  while (!ch.held && ceil_fp(ch.free_fp, kFrac) <= t && !ch.waiting.empty()) {
+    auto it = std::find_if(ch.waiting.begin(), ch.waiting.end(),
+                           [this](const Waiting& w) { return fits(packets_[w.packet]); });
+    if (it == ch.waiting.end()) break;  // every waiting packet needs buffer space: wait for credit
+    const Waiting w = *it;
+    ch.waiting.erase(it);
+    Packet& pk = packets_[w.packet];
+    if (messages_[pk.msg].coupled) {
+      if (pk.hop == 0) {  // hold the send port, then contend for the receive port
+        ch.held = true;
+        pk.hop = 1;
+        wait_at(w.packet, t);
+      } else {
+        grant_coupled(w.packet, t);
+      }
+      continue;
+    }
+    grant(w.packet, w.ready, c, t);
+  }
+}
+
+std::int64_t PacketNetwork::duration_fp(const Channel& ch, Bytes bytes) const {
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / ch.bytes_per_cycle));
+}
+
+void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles t) {
+  Channel& ch = channels_[c];
+  Packet& pk = packets_[p];
+  Message& msg = messages_[pk.msg];
+  const Hop& h = msg.route[pk.hop];
+  // A packet that was waiting when the channel freed during the last cycle starts where the last
+  // one ended, within the cycle: fractional bandwidths are kept exactly over a busy period. A
+  // channel idle since an earlier cycle (the packet waited for buffer space) starts now.
+  const std::int64_t now_fp = static_cast<std::int64_t>(t) * kFrac;
+  const std::int64_t lower = ch.free_fp > now_fp - kFrac ? ch.free_fp : now_fp;
+  const std::int64_t start_fp = std::max<std::int64_t>(static_cast<std::int64_t>(ready) * kFrac, lower);
+  const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
+  const std::int64_t end_fp = std::max<std::int64_t>(start_fp + dur_fp, static_cast<std::int64_t>(t + 1) * kFrac);
+  ch.free_fp = end_fp;
+  ch.busy_fp += dur_fp;
+  ch.stats.bytes += pk.bytes;
+  ++ch.stats.transfers;
+  ++hops_;
+  if (h.buffer != kNoBuffer) buffers_[h.buffer].used[h.cls] += pk.bytes;
+  const Cycles end = ceil_fp(end_fp, kFrac);
+  const Hop* prev = pk.hop ? &msg.route[pk.hop - 1] : nullptr;
+  wheel_.push(end, {Kind::TxEnd, c, prev ? prev->buffer : kNoBuffer, kNil, pk.bytes, prev ? prev->cls : std::uint8_t{0}});
+  if (trace_ && ch.stats.trace_track >= 0) trace_->span(ch.stats.trace_track, "pkt", t, end - t);
+  const bool first_hop = pk.hop == 0, last_packet = pk.last;
+  const std::uint32_t src = msg.src;
+  const std::uint64_t id = msg.id;
+  if (pk.hop + 1 < msg.route.size()) {
+    // The head reaches the next channel after this one's latency, but takes it no earlier than
+    // the next channel could stream the packet without waiting for its tail.
+    const Channel& next = channels_[msg.route[pk.hop + 1].channel];
+    const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
+    const std::int64_t ready_fp = std::max(start_fp + lat_fp, end_fp + lat_fp - duration_fp(next, pk.bytes));
+    ++pk.hop;
+    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {Kind::Ready, p, 0, kNil, 0, 0});
+  } else {
+    msg.arrival = std::max(msg.arrival, end + ch.latency);
+    --live_packets_;
+    free_packets_.push_back(p);
+    if (--msg.outstanding == 0 && msg.unsent == 0) finish(pk.msg);
+  }
+  // Last, as they may grow the pools (a listener may inject): `pk` and `msg` are not used after.
+  if (first_hop && last_packet && listener_) listener_->sent(id, end);
+  if (first_hop) next_packet(src, t);
+}
+
+// An exchange message within a chip: its sender holds the send port; now the receive port is
+// free too, and both carry the message at the slower of their rates.
+void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
+  Packet& pk = packets_[p];
+  Message& msg = messages_[pk.msg];
+  const std::uint32_t s = msg.route[0].channel, r = msg.route[1].channel;
+  Channel &S = channels_[s], &R = channels_[r];
+  const double bytes = static_cast<double>(pk.bytes);
+  const Cycles d = std::max<Cycles>(1, static_cast<Cycles>(std::max(std::ceil(bytes / S.bytes_per_cycle),
+                                                                    std::ceil(bytes / R.bytes_per_cycle))));
+  const Cycles end = t + d;
+  S.held = false;
+  for (Channel* ch : {&S, &R}) {
+    ch->free_fp = static_cast<std::int64_t>(end) * kFrac;
+    ch->busy_fp += static_cast<std::int64_t>(d) * kFrac;
+    ch->stats.bytes += pk.bytes;
+    ++ch->stats.transfers;
+    if (trace_ && ch->stats.trace_track >= 0) trace_->span(ch->stats.trace_track, "msg", t, d);
+  }
+  hops_ += 2;
+  wheel_.push(end, {Kind::TxEnd, s, kNoBuffer, r, 0, 0});
+  msg.arrival = end + S.latency + R.latency;
+  --live_packets_;
+  free_packets_.push_back(p);
+  --msg.outstanding;
+  const std::uint32_t src = msg.src, m = pk.msg;
+  const std::uint64_t id = msg.id;
+  // Last, as they may grow the pools (a listener may inject): `pk` and `msg` are not used after.
+  if (listener_) listener_->sent(id, end);
+  finish(m);
+  next_packet(src, t);
+}
+
+void PacketNetwork::finish(std::uint32_t m) {
+  free_messages_.push_back(m);
+  if (listener_) listener_->delivered(messages_[m].id, messages_[m].arrival);
+}
+
+void PacketNetwork::stats(std::vector<ChannelStats*>& out) {
+  for (Channel& ch : channels_) {
+    ch.stats.busy_cycles = ceil_fp(ch.busy_fp, kFrac);
+    out.push_back(&ch.stats);
+  }
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,129 @@
+#pragma once
+// Packet level, the default and fast level of detail: every packet moves hop by hop in time
+// order with virtual cut-through. A packet waiting at a channel (port or link) takes it when the
+// channel is idle and the buffer behind the channel has room for the whole packet, at that
+// cycle; among the packets waiting for one channel the oldest goes first (the cycle its head got
+// there, then injection order). Space in a buffer comes back when the packet's tail leaves it.
+// Nothing is reserved ahead of time. The head moves on after the channel's latency, so a packet
+// pays its serialisation once, not per hop; a packet never starts on a channel so early that
+// the channel would idle waiting for its tail (a fast link after a slow port waits until the
+// packet could stream at the link's rate), so a slow sender does not hold a fast link.
+// Exchange messages within a chip are one unit holding both the sender's and the receiver's
+// port (IPU exchange). docs/hardware-model.md has the rules and the formulas.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/config/config.h"
+#include "sim/noc/event_wheel.h"
+#include "sim/noc/topology.h"
+#include "sim/noc/transport.h"
+
+namespace tessera::sim {
+
+class TraceRecorder;
+
+class PacketNetwork : public Transport {
+ public:
+  PacketNetwork(const Config& cfg, TraceRecorder* trace = nullptr);
+
+  void inject(std::uint64_t message, std::uint32_t src, std::uint32_t dst, Bytes bytes,
+              Cycles when) override;
+  void advance(Cycles t) override;
+  Cycles next_event() const override { return wheel_.empty() ? kNever : wheel_.next(); }
+  std::uint64_t in_flight() const override { return live_packets_; }
+  std::uint64_t hops() const override { return hops_; }
+  void stats(std::vector<ChannelStats*>& out) override;
+  void set_listener(TransportListener* l) override { listener_ = l; }
+  const NetTopology& topology() const { return topo_; }
+  // Back to cycle 0: idle, empty, statistics zeroed (a replay reuses one engine).
+  void reset();
+
+ private:
+  static constexpr std::int64_t kFrac = 1024;  // channel time is kept in 1/1024 cycle
+  static constexpr std::uint32_t kNil = ~0u;
+
+  struct Waiting {
+    Cycles ready;
+    std::uint64_t seq;
+    std::uint32_t packet;
+  };
+  struct Channel {
+    double bytes_per_cycle;
+    Cycles latency;
+    std::int64_t free_fp = 0;  // end of its last transmission
+    bool held = false;         // an exchange message holds this send port, waiting for its receiver
+    bool dirty = false;
+    std::int64_t busy_fp = 0;
+    std::vector<Waiting> waiting;  // sorted by (ready, seq)
+    ChannelStats stats;
+  };
+  struct Buffer {
+    Bytes capacity;
+    Bytes used[2] = {0, 0};
+    std::vector<std::uint32_t> feeders;
+  };
+  struct Message {
+    std::uint64_t id = 0;
+    std::uint32_t src = 0, dst = 0;
+    Bytes unsent = 0;           // bytes not yet cut into packets
+    Bytes packet_bytes = 0;
+    std::uint32_t outstanding = 0;  // packets not yet delivered
+    Cycles arrival = 0;
+    bool coupled = false;
+    std::uint64_t order = 0;    // injection order
+    std::uint32_t next = kNil;  // source queue
+    std::vector<Hop> route;
+  };
+  struct Packet {
+    std::uint32_t msg;
+    std::uint32_t hop;
+    Bytes bytes;
+    std::uint64_t seq;
+    bool last;  // the message's last packet
+  };
+  enum class Kind : std::uint8_t { Inject, Ready, TxEnd };
+  struct Event {
+    Kind kind;
+    std::uint32_t a;  // Inject: message; Ready: packet; TxEnd: channel
+    std::uint32_t b;  // TxEnd: buffer to credit (or kNoBuffer)
+    std::uint32_t c;  // TxEnd: second channel (the coupled receive port) or kNil
+    Bytes bytes;      // TxEnd: credit size
+    std::uint8_t cls;
+  };
+
+  void process_cycle(Cycles t);
+  void start_message(std::uint32_t m, Cycles t);
+  void next_packet(std::uint32_t src, Cycles t);
+  void wait_at(std::uint32_t packet, Cycles ready);
+  void mark(std::uint32_t channel);
+  void try_grant(std::uint32_t channel, Cycles t);
+  bool fits(const Packet& p) const;
+  void grant(std::uint32_t packet, Cycles ready, std::uint32_t channel, Cycles t);
+  void grant_coupled(std::uint32_t packet, Cycles t);
+  void finish(std::uint32_t message);
+  std::int64_t duration_fp(const Channel& ch, Bytes bytes) const;
+  std::uint32_t new_packet();
+  std::uint32_t new_message();
+
+  const Config& cfg_;
+  NetTopology topo_;
+  TraceRecorder* trace_;
+  TransportListener* listener_ = nullptr;
+  std::vector<Channel> channels_;
+  std::vector<Buffer> buffers_;
+  std::vector<Message> messages_;
+  std::vector<std::uint32_t> free_messages_;
+  std::vector<Packet> packets_;
+  std::vector<std::uint32_t> free_packets_;
+  // per source core: its queue of messages (head, tail) and whether a packet of it is at the
+  // first channel (a source sends one packet at a time)
+  std::vector<std::uint32_t> queue_head_, queue_tail_;
+  std::vector<bool> source_busy_;
+  EventWheel<Event> wheel_;
+  std::vector<Event> now_events_;
+  std::vector<std::uint32_t> injects_, dirty_, grants_;
+  std::uint64_t order_ = 0, seq_ = 0, hops_ = 0, live_packets_ = 0;
+};
+
+}  // namespace tessera::sim
