@@ -43,7 +43,11 @@ void PacketNetwork::reset() {
     ch.stats.name = std::move(name);
     ch.stats.trace_track = track;
   }
-  for (Buffer& b : buffers_) b.used[0] = b.used[1] = 0;
+  for (Buffer& b : buffers_) {
+    b.used[0] = b.used[1] = 0;
+    b.read_free_fp = 0;
+    b.blocked.clear();
+  }
   messages_.clear();
   free_messages_.clear();
   packets_.clear();
@@ -120,8 +124,11 @@ void PacketNetwork::process_cycle(Cycles t) {
           mark(e.a);
           if (e.c != kNil) mark(e.c);
           if (e.b != kNoBuffer) {
-            buffers_[e.b].used[e.cls] -= e.bytes;
-            for (std::uint32_t f : buffers_[e.b].feeders) mark(f);
+            Buffer& b = buffers_[e.b];
+            b.used[e.cls] -= e.bytes;
+            for (std::uint32_t f : b.feeders) mark(f);
+            for (std::uint32_t c : b.blocked) mark(c);
+            b.blocked.clear();
           }
           break;
       }
@@ -205,8 +212,10 @@ bool PacketNetwork::fits(const Packet& pk) const {
 void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
   while (!ch.held && ceil_fp(ch.free_fp, kFrac) <= t && !ch.waiting.empty()) {
-    auto it = std::find_if(ch.waiting.begin(), ch.waiting.end(),
-                           [this](const Waiting& w) { return fits(packets_[w.packet]); });
+    auto it = std::find_if(ch.waiting.begin(), ch.waiting.end(), [&](const Waiting& w) {
+      const Packet& pk = packets_[w.packet];
+      return fits(pk) && readable(pk, c, t);
+    });
     if (it == ch.waiting.end()) break;  // every waiting packet needs buffer space: wait for credit
     const Waiting w = *it;
     ch.waiting.erase(it);
@@ -225,6 +234,16 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
   }
 }
 
+bool PacketNetwork::readable(const Packet& pk, std::uint32_t c, Cycles t) {
+  if (pk.hop == 0) return true;
+  const std::uint32_t b = messages_[pk.msg].route[pk.hop - 1].buffer;
+  if (b == kNoBuffer) return true;
+  Buffer& buf = buffers_[b];
+  if (ceil_fp(buf.read_free_fp, kFrac) <= t) return true;
+  if (std::find(buf.blocked.begin(), buf.blocked.end(), c) == buf.blocked.end()) buf.blocked.push_back(c);
+  return false;
+}
+
 std::int64_t PacketNetwork::duration_fp(const Channel& ch, Bytes bytes) const {
   return static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / ch.bytes_per_cycle));
 }
@@ -238,18 +257,21 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   // one ended, within the cycle: fractional bandwidths are kept exactly over a busy period. A
   // channel idle since an earlier cycle (the packet waited for buffer space) starts now.
   const std::int64_t now_fp = static_cast<std::int64_t>(t) * kFrac;
-  const std::int64_t lower = ch.free_fp > now_fp - kFrac ? ch.free_fp : now_fp;
-  const std::int64_t start_fp = std::max<std::int64_t>(static_cast<std::int64_t>(ready) * kFrac, lower);
+  auto lower = [&](std::int64_t free_fp) { return free_fp > now_fp - kFrac ? free_fp : now_fp; };
+  const Hop* prev = pk.hop ? &msg.route[pk.hop - 1] : nullptr;
+  Buffer* from = prev && prev->buffer != kNoBuffer ? &buffers_[prev->buffer] : nullptr;
+  const std::int64_t start_fp = std::max({static_cast<std::int64_t>(ready) * kFrac, lower(ch.free_fp),
+                                          from ? lower(from->read_free_fp) : std::int64_t{0}});
   const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
   const std::int64_t end_fp = std::max<std::int64_t>(start_fp + dur_fp, static_cast<std::int64_t>(t + 1) * kFrac);
   ch.free_fp = end_fp;
+  if (from) from->read_free_fp = end_fp;
   ch.busy_fp += dur_fp;
   ch.stats.bytes += pk.bytes;
   ++ch.stats.transfers;
   ++hops_;
   if (h.buffer != kNoBuffer) buffers_[h.buffer].used[h.cls] += pk.bytes;
   const Cycles end = ceil_fp(end_fp, kFrac);
-  const Hop* prev = pk.hop ? &msg.route[pk.hop - 1] : nullptr;
   wheel_.push(end, {Kind::TxEnd, c, prev ? prev->buffer : kNoBuffer, kNil, pk.bytes, prev ? prev->cls : std::uint8_t{0}});
   if (trace_ && ch.stats.trace_track >= 0) trace_->span(ch.stats.trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;

@@ -62,6 +62,10 @@ class PacketNetwork : public Transport {
     Bytes capacity;
     Bytes used[2] = {0, 0};
     std::vector<std::uint32_t> feeders;
+    // A buffer is read by one packet at a time (a router input port has one crossbar input):
+    // the end of the last read, and the channels whose packets wait for the next.
+    std::int64_t read_free_fp = 0;
+    std::vector<std::uint32_t> blocked;
   };
   struct Message {
     std::uint64_t id = 0;
@@ -99,6 +103,7 @@ class PacketNetwork : public Transport {
   void mark(std::uint32_t channel);
   void try_grant(std::uint32_t channel, Cycles t);
   bool fits(const Packet& p) const;
+  bool readable(const Packet& p, std::uint32_t channel, Cycles t);
   void grant(std::uint32_t packet, Cycles ready, std::uint32_t channel, Cycles t);
   void grant_coupled(std::uint32_t packet, Cycles t);
   void finish(std::uint32_t message);

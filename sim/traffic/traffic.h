@@ -27,6 +27,7 @@ struct TrafficSpec {
   Cycles warmup_cycles = 1000;
   Cycles measure_cycles = 10000;
   Cycles drain_cycles = 100000;  // at most this long after the window for its packets to arrive
+  bool inject_during_drain = true;  // keep the load on while the window's packets drain
   std::uint64_t seed = 1;
   std::uint32_t hotspot_core = ~0u;  // default: the middle of the mesh
   double hotspot_fraction = 0.2;     // share of packets sent to the hot spot (the rest uniform)
@@ -37,7 +38,9 @@ struct TrafficPoint {
   double accepted_packets = 0, accepted_flits = 0;  // ejected per node per cycle in the window
   std::uint64_t measured_packets = 0, delivered_packets = 0;
   double latency_mean = 0, latency_p50 = 0, latency_p95 = 0, latency_p99 = 0, latency_max = 0;
-  bool saturated = false;  // some measured packets had not arrived when the drain time ran out
+  // the window's load was not carried (accepted < 95% of offered), or some of its packets had not
+  // arrived when the drain time ran out
+  bool saturated = false;
   Cycles simulated_cycles = 0;
   std::uint64_t hops = 0;  // packet-hops or flit-hops simulated
   std::vector<std::pair<std::string, double>> link_utilization;  // busy fraction in the window
