@@ -8,6 +8,9 @@
 #include "compiler/lower/patterns.h"
 #include "sim/common/clock.h"
 #include "sim/simulate.h"
+#include "sim/traffic/traffic.h"
+
+#include <sys/resource.h>
 
 namespace tessera::cli {
 
@@ -113,6 +116,117 @@ void bench_compile(const CompileBenchOptions& o) {
              s.host_cpu_seconds, s.results["work_items"].get<std::uint64_t>(), s.results["messages"].get<std::uint64_t>(),
              s.results["total_cycles"].get<std::uint64_t>(), s.results["total_seconds"].get<double>() * 1e3);
   fmt::print("compile time: {:.2f} s (goal: under 60 s on this machine)\n", t2 - t0);
+}
+
+namespace {
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+sim::Config with_model(const std::string& path, const char* model) {
+  Json j = read_json_file(path);
+  j["chip"]["mesh"]["model"] = model;
+  return sim::parse_config(j, path);
+}
+
+struct TrafficSpeed {
+  double cpu, hops_per_s, cycles_per_s, rss_mib, accepted;
+};
+
+// One traffic run in a child process, so that its peak RSS is its own.
+TrafficSpeed traffic_speed(const sim::Config& cfg, const sim::TrafficSpec& spec) {
+  const Json out = sim::run_isolated([&]() -> Json {
+    const double t0 = sim::process_cpu_seconds();
+    const sim::TrafficPoint p = sim::run_traffic(cfg, spec);
+    const double cpu = sim::process_cpu_seconds() - t0;
+    return {{"cpu", cpu}, {"hops", p.hops}, {"cycles", p.simulated_cycles}, {"rss", peak_rss_mib()},
+            {"accepted", p.accepted_flits}};
+  });
+  const double cpu = std::max(1e-9, out["cpu"].get<double>());
+  return {cpu, out["hops"].get<double>() / cpu, out["cycles"].get<double>() / cpu, out["rss"].get<double>(),
+          out["accepted"].get<double>()};
+}
+
+Json cross_chip_program(std::uint32_t cores, Bytes bytes) {
+  Json list = Json::array();
+  for (std::uint32_t i = 0; i < cores; ++i) {
+    list.push_back({{"core", i}, {"items", Json::array({{{"op", "alloc"}, {"buffer", "b"}, {"bytes", bytes}},
+                                                        {{"op", "send"}, {"peer", i + cores}, {"buffer", "b"}}})}});
+    list.push_back({{"core", i + cores}, {"items", Json::array({{{"op", "alloc"}, {"buffer", "b"}, {"bytes", bytes}},
+                                                                {{"op", "recv"}, {"peer", i}, {"buffer", "b"}}})}});
+  }
+  return {{"format", "tessera-program"}, {"version", 1}, {"name", "cross-chip"}, {"cores", list}};
+}
+
+void bench_levels(const NocBenchOptions& o) {
+  constexpr double kNoxim[3] = {76e3, 40e3, 23e3};  // 8x8 uniform, 8-flit packets (the figures)
+  constexpr double kNoximRates[3] = {0.001, 0.005, 0.01};
+  double packet_hop_rate = 0;
+  for (const char* model : {"packet", "flit"}) {
+    const sim::Config cfg = with_model(o.mesh_config, model);
+    sim::TrafficSpec s;
+    s.measure_cycles = o.measure_cycles;
+    s.rate_in_flits = true;
+    const double bound = sim::channel_load_bound(cfg, s);
+    s.rate = std::min(0.999, 1.3 * bound);
+    const double saturation = traffic_speed(cfg, s).accepted;
+    fmt::print("{} level on {} (uniform, {} flits per packet): saturation {:.3f} flits/node/cycle "
+               "(channel-load bound {:.3f})\n", model, cfg.name, sim::flits_per_packet(cfg), saturation, bound);
+    fmt::print("  {:>22} {:>16} {:>18} {:>10}\n", "load", fmt::format("{}-hops/CPU-s", model),
+               "sim cycles/CPU-s", "peak RSS");
+    double mean_hop_rate = 0;
+    for (double f : {0.1, 0.5, 0.9}) {
+      s.rate = f * saturation;
+      const TrafficSpeed t = traffic_speed(cfg, s);
+      mean_hop_rate += t.hops_per_s / 3;
+      fmt::print("  {:>22} {:>16.3e} {:>18.3e} {:>7.1f} MiB\n", fmt::format("{:.0f}% of saturation", 100 * f),
+                 t.hops_per_s, t.cycles_per_s, t.rss_mib);
+    }
+    s.rate_in_flits = false;
+    for (int i = 0; i < 3; ++i) {
+      s.rate = kNoximRates[i];
+      const TrafficSpeed t = traffic_speed(cfg, s);
+      fmt::print("  {:>22} {:>16.3e} {:>18.3e} {:>7.1f} MiB   {:.0f}x noxim ({:.0f}k cycles/CPU-s)\n",
+                 fmt::format("{} packets/node/cycle", kNoximRates[i]), t.hops_per_s, t.cycles_per_s, t.rss_mib,
+                 t.cycles_per_s / kNoxim[i], kNoxim[i] / 1e3);
+    }
+    s.rate_in_flits = true;
+    if (std::string(model) == "packet") packet_hop_rate = mean_hop_rate;
+    else fmt::print("flit level per flit-hop vs packet level per packet-hop: {:.2f}x slower (goal: within 5x)\n",
+                    packet_hop_rate / mean_hop_rate);
+  }
+}
+
+void bench_cross_chip(const NocBenchOptions& o) {
+  const sim::Config cfg = sim::load_config(o.chips_config);
+  const std::uint32_t cores = cfg.chip.cores;
+  fmt::print("cross-chip on {}: {} cores of chip 0 each send to their peer on chip 1\n", cfg.name, cores);
+  fmt::print("  {:>9} {:>16} {:>18} {:>12} {:>10}\n", "message", "packet-hops/CPU-s", "sim cycles/CPU-s",
+             "vs bound", "peak RSS");
+  for (Bytes kib : {16, 32, 64, 128}) {
+    const sim::Program prog = sim::parse_program(cross_chip_program(cores, kib * 1024), "bench cross-chip", cfg);
+    const Json out = sim::run_isolated([&]() -> Json {
+      sim::SimOptions so;
+      so.in_process = true;
+      const sim::SimOutcome r = sim::simulate(cfg, prog, so);
+      return {{"cpu", r.host_cpu_seconds}, {"hops", r.results["network_hops"]}, {"cycles", r.results["total_cycles"]},
+              {"rss", peak_rss_mib()}};
+    });
+    const double cpu = std::max(1e-9, out["cpu"].get<double>());
+    const double bound = double(cores) * double(kib * 1024) / cfg.system.link_bytes_per_cycle;
+    fmt::print("  {:>6} KiB {:>16.3e} {:>18.3e} {:>11.3f}x {:>7.1f} MiB\n", kib, out["hops"].get<double>() / cpu,
+               out["cycles"].get<double>() / cpu, out["cycles"].get<double>() / bound, out["rss"].get<double>());
+  }
+}
+
+}  // namespace
+
+void bench_noc(const NocBenchOptions& o) {
+  bench_levels(o);
+  bench_cross_chip(o);
 }
 
 }  // namespace tessera::cli

@@ -24,4 +24,14 @@ struct CompileBenchOptions {
 // `tessera bench compile`: host CPU time to compile a whole model, and to simulate the program.
 void bench_compile(const CompileBenchOptions& options);
 
+struct NocBenchOptions {
+  std::string mesh_config = "configs/mesh-8x8.json";
+  std::string chips_config = "configs/vipu-2.json";
+  std::uint64_t measure_cycles = 20000;
+};
+
+// `tessera bench noc`: speed of both levels of detail on synthetic traffic (8x8 mesh at 10%, 50%
+// and 90% of saturation; noxim's low rates) and of the 1472-core cross-chip case at 16-128 KiB.
+void bench_noc(const NocBenchOptions& options);
+
 }  // namespace tessera::cli

@@ -109,6 +109,13 @@ int main(int argc, char** argv) {
   bench_compile->add_option("--batch", cbopt.batch, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
   bench_compile->add_option("--planner", cbopt.planner, "t10 or vgm")->check(CLI::IsMember({"t10", "vgm"}))->capture_default_str();
 
+  tessera::cli::NocBenchOptions nbopt;
+  auto* bench_noc = bench->add_subcommand("noc", "network speed: both levels of detail on synthetic traffic, "
+                                                 "and the 1472-core cross-chip case");
+  bench_noc->add_option("--mesh-config", nbopt.mesh_config, "mesh chip for synthetic traffic")->capture_default_str();
+  bench_noc->add_option("--chips-config", nbopt.chips_config, "two-chip system for the cross-chip case")->capture_default_str();
+  bench_noc->add_option("--measure", nbopt.measure_cycles, "measured cycles per traffic run")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional);
@@ -126,6 +133,10 @@ int main(int argc, char** argv) {
     if (traffic->parsed()) return tessera::cli::traffic_cmd(traffica);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);
+      return 0;
+    }
+    if (bench_noc->parsed()) {
+      tessera::cli::bench_noc(nbopt);
       return 0;
     }
     if (bench_sim->parsed()) {

@@ -1,5 +1,5 @@
 #pragma once
-// A calendar queue of events keyed by cycle: a wheel of 4096 buckets for the near future (push
+// A calendar queue of events keyed by cycle: a wheel of 1024 buckets for the near future (push
 // and pop in constant time, a bitmap to find the next busy cycle) and a heap for events further
 // ahead. Events of one cycle come out in the order they were pushed, so a deterministic engine
 // stays deterministic. Buckets keep their capacity: in steady state nothing is allocated.
@@ -17,7 +17,7 @@ namespace tessera::sim {
 template <typename Event>
 class EventWheel {
  public:
-  static constexpr Cycles kSlots = 4096;
+  static constexpr Cycles kSlots = 1024;
 
   EventWheel() : slots_(kSlots), bits_(kSlots / 64, 0) {}
 

@@ -35,6 +35,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   // For deadlock reports: messages sent to `dst` and not received; packets still in the network.
   std::size_t pending(std::uint32_t dst) const { return unmatched_[dst].size(); }
   std::uint64_t in_flight() const { return transport_->in_flight(); }
+  std::uint64_t hops() const { return transport_->hops(); }
 
  private:
   struct Message {

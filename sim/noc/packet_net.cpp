@@ -96,7 +96,7 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   msg.arrival = 0;
   msg.next = kNil;
   msg.order = order_++;
-  wheel_.push(when, {Kind::Inject, m, 0, kNil, 0, 0});
+  wheel_.push(when, {m, 0, kNil, Kind::Inject, 0});
 }
 
 void PacketNetwork::advance(Cycles t) {
@@ -108,8 +108,8 @@ void PacketNetwork::advance(Cycles t) {
 }
 
 // All events of cycle t first (channels and buffer space freed, heads arrived, messages
-// injected), then the arbitration of every channel they touched, in channel order; grants that
-// cause more events in the same cycle (zero-latency hops) go round again.
+// injected), then the arbitration of every channel they touched; grants that cause more events
+// in the same cycle (zero-latency hops) go round again.
 void PacketNetwork::process_cycle(Cycles t) {
   for (;;) {
     now_events_.clear();
@@ -122,10 +122,10 @@ void PacketNetwork::process_cycle(Cycles t) {
         case Kind::Ready: wait_at(e.a, t); break;
         case Kind::TxEnd:
           mark(e.a);
-          if (e.c != kNil) mark(e.c);
+          if (e.b == kNoBuffer && e.c != kNil) mark(e.c);
           if (e.b != kNoBuffer) {
             Buffer& b = buffers_[e.b];
-            b.used[e.cls] -= e.bytes;
+            b.used[e.cls] -= e.c;
             for (std::uint32_t f : b.feeders) mark(f);
             for (std::uint32_t c : b.blocked) mark(c);
             b.blocked.clear();
@@ -133,12 +133,14 @@ void PacketNetwork::process_cycle(Cycles t) {
           break;
       }
     }
-    std::sort(injects_.begin(), injects_.end(), [this](std::uint32_t a, std::uint32_t b) {
+    auto by_source = [this](std::uint32_t a, std::uint32_t b) {
       const Message &x = messages_[a], &y = messages_[b];
       return x.src != y.src ? x.src < y.src : x.order < y.order;
-    });
+    };
+    if (injects_.size() > 1) std::sort(injects_.begin(), injects_.end(), by_source);
     for (std::uint32_t m : injects_) start_message(m, t);
-    std::sort(dirty_.begin(), dirty_.end());
+    // Channels are arbitrated in the order they were touched: a fixed order, since the events
+    // of a cycle come in a fixed order; contenders for one channel are ordered by age anyway.
     grants_.swap(dirty_);
     dirty_.clear();
     for (std::uint32_t c : grants_) {
@@ -193,7 +195,9 @@ void PacketNetwork::wait_at(std::uint32_t p, Cycles ready) {
                               (std::prev(pos)->ready == ready && std::prev(pos)->seq > pk.seq)))
     --pos;
   w.insert(pos, entry);
-  mark(c);
+  // a busy or held channel is looked at again when its transmission ends
+  const Channel& ch = channels_[c];
+  if (!ch.held && ceil_fp(ch.free_fp, kFrac) <= ready) mark(c);
 }
 
 void PacketNetwork::mark(std::uint32_t c) {
@@ -257,11 +261,11 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   // one ended, within the cycle: fractional bandwidths are kept exactly over a busy period. A
   // channel idle since an earlier cycle (the packet waited for buffer space) starts now.
   const std::int64_t now_fp = static_cast<std::int64_t>(t) * kFrac;
-  auto lower = [&](std::int64_t free_fp) { return free_fp > now_fp - kFrac ? free_fp : now_fp; };
   const Hop* prev = pk.hop ? &msg.route[pk.hop - 1] : nullptr;
   Buffer* from = prev && prev->buffer != kNoBuffer ? &buffers_[prev->buffer] : nullptr;
-  const std::int64_t start_fp = std::max({static_cast<std::int64_t>(ready) * kFrac, lower(ch.free_fp),
-                                          from ? lower(from->read_free_fp) : std::int64_t{0}});
+  const std::int64_t earliest = std::max({static_cast<std::int64_t>(ready) * kFrac, ch.free_fp,
+                                          from ? from->read_free_fp : std::int64_t{0}});
+  const std::int64_t start_fp = earliest > now_fp - kFrac ? earliest : now_fp;
   const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
   const std::int64_t end_fp = std::max<std::int64_t>(start_fp + dur_fp, static_cast<std::int64_t>(t + 1) * kFrac);
   ch.free_fp = end_fp;
@@ -272,7 +276,10 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   ++hops_;
   if (h.buffer != kNoBuffer) buffers_[h.buffer].used[h.cls] += pk.bytes;
   const Cycles end = ceil_fp(end_fp, kFrac);
-  wheel_.push(end, {Kind::TxEnd, c, prev ? prev->buffer : kNoBuffer, kNil, pk.bytes, prev ? prev->cls : std::uint8_t{0}});
+  if (prev && prev->buffer != kNoBuffer)
+    wheel_.push(end, {c, prev->buffer, static_cast<std::uint32_t>(pk.bytes), Kind::TxEnd, prev->cls});
+  else
+    wheel_.push(end, {c, kNoBuffer, kNil, Kind::TxEnd, 0});
   if (trace_ && ch.stats.trace_track >= 0) trace_->span(ch.stats.trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
   const std::uint32_t src = msg.src;
@@ -284,7 +291,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
     const std::int64_t ready_fp = std::max(start_fp + lat_fp, end_fp + lat_fp - duration_fp(next, pk.bytes));
     ++pk.hop;
-    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {Kind::Ready, p, 0, kNil, 0, 0});
+    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {p, 0, kNil, Kind::Ready, 0});
   } else {
     msg.arrival = std::max(msg.arrival, end + ch.latency);
     --live_packets_;
@@ -316,7 +323,7 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
     if (trace_ && ch->stats.trace_track >= 0) trace_->span(ch->stats.trace_track, "msg", t, d);
   }
   hops_ += 2;
-  wheel_.push(end, {Kind::TxEnd, s, kNoBuffer, r, 0, 0});
+  wheel_.push(end, {s, kNoBuffer, r, Kind::TxEnd, 0});
   msg.arrival = end + S.latency + R.latency;
   --live_packets_;
   free_packets_.push_back(p);

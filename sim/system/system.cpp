@@ -90,6 +90,7 @@ Json System::results() const {
   r["total_seconds"] = static_cast<double>(total) / (cfg_.clock_ghz * 1e9);
   r["work_items"] = prog_.total_work_items();
   r["messages"] = network_.messages();
+  r["network_hops"] = network_.hops();
   r["barriers"] = barrier_.barriers();
 
   Json cores = Json::array();
