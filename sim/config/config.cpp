@@ -144,14 +144,12 @@ MeshConfig parse_mesh(const JsonReader& r, std::uint32_t cores) {
   m.link_latency_cycles = r.u64("link_latency_cycles", m.link_latency_cycles);
   m.router_latency_cycles = r.u64("router_latency_cycles", m.router_latency_cycles);
   m.packet_bytes = r.u64("packet_bytes", m.packet_bytes);
-  require(m.packet_bytes >= 1, r, "packet_bytes", "expected at least 1 byte");
+  require(m.packet_bytes >= 1 && m.packet_bytes <= (Bytes{1} << 31), r, "packet_bytes", "expected 1 .. 2^31 bytes");
   m.buffer_bytes = r.u64("buffer_bytes", m.buffer_bytes);
   require(m.buffer_bytes >= m.packet_bytes, r, "buffer_bytes",
           fmt::format("must hold at least one packet ({} bytes)", m.packet_bytes));
   m.gateway_core = static_cast<std::uint32_t>(r.u64("gateway_core", 0));
   require(m.gateway_core < cores, r, "gateway_core", fmt::format("expected < {}", cores));
-  if (m.torus)
-    require(m.buffer_bytes >= m.packet_bytes, r, "buffer_bytes", "must hold at least one packet");
   parse_flit_fields(r, m);
   r.reject_unknown_keys();
   return m;
@@ -180,7 +178,7 @@ SystemConfig parse_system(const JsonReader& r) {
   s.link_latency_cycles = r.u64("link_latency_cycles", s.link_latency_cycles);
   s.sync_latency_cycles = r.u64("sync_latency_cycles", s.sync_latency_cycles);
   s.packet_bytes = r.u64("packet_bytes", s.packet_bytes);
-  require(s.packet_bytes >= 1, r, "packet_bytes", "expected at least 1 byte");
+  require(s.packet_bytes >= 1 && s.packet_bytes <= (Bytes{1} << 31), r, "packet_bytes", "expected 1 .. 2^31 bytes");
   s.buffer_bytes = r.u64("buffer_bytes", s.buffer_bytes);
   require(s.buffer_bytes >= s.packet_bytes, r, "buffer_bytes",
           fmt::format("must hold at least one packet ({} bytes)", s.packet_bytes));

@@ -171,6 +171,8 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
   Packet& pk = packets_[p];
   pk.msg = m;
   pk.hop = 0;
+  pk.route = msg.route.data();
+  pk.hops = static_cast<std::uint32_t>(msg.route.size());
   pk.bytes = std::min(msg.packet_bytes, msg.unsent);
   pk.seq = seq_++;
   msg.unsent -= pk.bytes;
@@ -187,14 +189,8 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
 
 void PacketNetwork::wait_at(std::uint32_t p, Cycles ready) {
   const Packet& pk = packets_[p];
-  const std::uint32_t c = messages_[pk.msg].route[pk.hop].channel;
-  auto& w = channels_[c].waiting;
-  const Waiting entry{ready, pk.seq, p};
-  auto pos = w.end();
-  while (pos != w.begin() && (std::prev(pos)->ready > ready ||
-                              (std::prev(pos)->ready == ready && std::prev(pos)->seq > pk.seq)))
-    --pos;
-  w.insert(pos, entry);
+  const std::uint32_t c = pk.route[pk.hop].channel;
+  channels_[c].waiting.insert({ready, pk.seq, p});
   // a busy or held channel is looked at again when its transmission ends
   const Channel& ch = channels_[c];
   if (!ch.held && ceil_fp(ch.free_fp, kFrac) <= ready) mark(c);
@@ -207,7 +203,7 @@ void PacketNetwork::mark(std::uint32_t c) {
 }
 
 bool PacketNetwork::fits(const Packet& pk) const {
-  const Hop& h = messages_[pk.msg].route[pk.hop];
+  const Hop& h = pk.route[pk.hop];
   if (h.buffer == kNoBuffer) return true;
   const Buffer& b = buffers_[h.buffer];
   return b.used[h.cls] + pk.bytes <= b.capacity;
@@ -240,7 +236,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
 
 bool PacketNetwork::readable(const Packet& pk, std::uint32_t c, Cycles t) {
   if (pk.hop == 0) return true;
-  const std::uint32_t b = messages_[pk.msg].route[pk.hop - 1].buffer;
+  const std::uint32_t b = pk.route[pk.hop - 1].buffer;
   if (b == kNoBuffer) return true;
   Buffer& buf = buffers_[b];
   if (ceil_fp(buf.read_free_fp, kFrac) <= t) return true;
@@ -248,20 +244,24 @@ bool PacketNetwork::readable(const Packet& pk, std::uint32_t c, Cycles t) {
   return false;
 }
 
-std::int64_t PacketNetwork::duration_fp(const Channel& ch, Bytes bytes) const {
-  return static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / ch.bytes_per_cycle));
+std::int64_t PacketNetwork::duration_fp(Channel& ch, Bytes bytes) const {
+  if (bytes != ch.memo_bytes) {
+    ch.memo_bytes = bytes;
+    ch.memo_fp = static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / ch.bytes_per_cycle));
+  }
+  return ch.memo_fp;
 }
 
 void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
   Packet& pk = packets_[p];
   Message& msg = messages_[pk.msg];
-  const Hop& h = msg.route[pk.hop];
+  const Hop& h = pk.route[pk.hop];
   // A packet that was waiting when the channel freed during the last cycle starts where the last
   // one ended, within the cycle: fractional bandwidths are kept exactly over a busy period. A
   // channel idle since an earlier cycle (the packet waited for buffer space) starts now.
   const std::int64_t now_fp = static_cast<std::int64_t>(t) * kFrac;
-  const Hop* prev = pk.hop ? &msg.route[pk.hop - 1] : nullptr;
+  const Hop* prev = pk.hop ? &pk.route[pk.hop - 1] : nullptr;
   Buffer* from = prev && prev->buffer != kNoBuffer ? &buffers_[prev->buffer] : nullptr;
   const std::int64_t earliest = std::max({static_cast<std::int64_t>(ready) * kFrac, ch.free_fp,
                                           from ? from->read_free_fp : std::int64_t{0}});
@@ -284,10 +284,10 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
   const std::uint32_t src = msg.src;
   const std::uint64_t id = msg.id;
-  if (pk.hop + 1 < msg.route.size()) {
+  if (pk.hop + 1 < pk.hops) {
     // The head reaches the next channel after this one's latency, but takes it no earlier than
     // the next channel could stream the packet without waiting for its tail.
-    const Channel& next = channels_[msg.route[pk.hop + 1].channel];
+    Channel& next = channels_[pk.route[pk.hop + 1].channel];
     const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
     const std::int64_t ready_fp = std::max(start_fp + lat_fp, end_fp + lat_fp - duration_fp(next, pk.bytes));
     ++pk.hop;

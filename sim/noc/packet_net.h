@@ -48,14 +48,53 @@ class PacketNetwork : public Transport {
     std::uint64_t seq;
     std::uint32_t packet;
   };
+  // Packets waiting for a channel, oldest first. Most leave from the front (a front index, so a
+  // link with a thousand waiting packets does not move them all for each grant); most arrive at
+  // the back.
+  class WaitQueue {
+   public:
+    using It = std::vector<Waiting>::iterator;
+    bool empty() const { return head_ == v_.size(); }
+    It begin() { return v_.begin() + static_cast<std::ptrdiff_t>(head_); }
+    It end() { return v_.end(); }
+    void insert(const Waiting& w) {
+      auto pos = v_.end();
+      const auto first = begin();
+      while (pos != first && (std::prev(pos)->ready > w.ready ||
+                              (std::prev(pos)->ready == w.ready && std::prev(pos)->seq > w.seq)))
+        --pos;
+      v_.insert(pos, w);
+    }
+    void erase(It it) {
+      if (it != begin()) {
+        v_.erase(it);
+      } else if (++head_ == v_.size()) {
+        v_.clear();
+        head_ = 0;
+      } else if (head_ > 64 && head_ * 2 > v_.size()) {
+        v_.erase(v_.begin(), begin());
+        head_ = 0;
+      }
+    }
+    void clear() {
+      v_.clear();
+      head_ = 0;
+    }
+
+   private:
+    std::vector<Waiting> v_;
+    std::size_t head_ = 0;
+  };
   struct Channel {
     double bytes_per_cycle;
+    Bytes memo_bytes = 0;       // the last duration computed (packets are mostly one size)
+    std::int64_t memo_fp = 0;
     Cycles latency;
     std::int64_t free_fp = 0;  // end of its last transmission
     bool held = false;         // an exchange message holds this send port, waiting for its receiver
     bool dirty = false;
     std::int64_t busy_fp = 0;
-    std::vector<Waiting> waiting;  // sorted by (ready, seq)
+    WaitQueue waiting;
     ChannelStats stats;
   };
   struct Buffer {
@@ -82,6 +121,8 @@ class PacketNetwork : public Transport {
   struct Packet {
     std::uint32_t msg;
     std::uint32_t hop;
+    const Hop* route;  // the message's route (its buffer does not move while packets live)
+    std::uint32_t hops;
     Bytes bytes;
     std::uint64_t seq;
     bool last;  // the message's last packet
@@ -106,7 +147,7 @@ class PacketNetwork : public Transport {
   void grant(std::uint32_t packet, Cycles ready, std::uint32_t channel, Cycles t);
   void grant_coupled(std::uint32_t packet, Cycles t);
   void finish(std::uint32_t message);
-  std::int64_t duration_fp(const Channel& ch, Bytes bytes) const;
+  std::int64_t duration_fp(Channel& ch, Bytes bytes) const;
   std::uint32_t new_packet();
   std::uint32_t new_message();
 
