@@ -68,17 +68,20 @@ int traffic_cmd(TrafficArgs a) {
     throw Error(fmt::format("--unit: unknown unit \"{}\" (expected packets or flits)", a.unit));
   a.spec.pattern = sim::parse_pattern(a.pattern);
   a.spec.rate_in_flits = a.unit == "flits";
-  if (!cfg.chip.mesh) throw Error(fmt::format("config '{}': synthetic traffic needs a mesh chip", cfg.name));
+  for (double r : a.rates) {  // every rate and the pattern's needs checked before anything runs
+    a.spec.rate = r;
+    sim::validate_traffic(cfg, a.spec);
+  }
+  if (a.rates.empty()) {
+    a.spec.rate = 0.5;  // the sweep's rates are made below; the rest of the spec is checked now
+    sim::validate_traffic(cfg, a.spec);
+  }
   const std::uint32_t flits = sim::flits_per_packet(cfg);
   const double bound = sim::channel_load_bound(cfg, a.spec);  // flits per node per cycle
   if (a.rates.empty()) {
     const std::uint32_t n = a.sweep ? a.sweep : 12;
     const double top = 1.2 * bound / (a.spec.rate_in_flits ? 1.0 : flits);
     for (std::uint32_t i = 1; i <= n; ++i) a.rates.push_back(std::min(top * i / n, 0.999));
-  }
-  for (double r : a.rates) {  // every rate checked before anything runs
-    a.spec.rate = r;
-    sim::validate_traffic(cfg, a.spec);
   }
   const char* model = cfg.chip.mesh->model == sim::NocModel::Flit ? "flit" : "packet";
   fmt::print("{} traffic on {} ({} level, {} flits of {} B per packet); channel-load bound {:.4f} "

@@ -60,4 +60,25 @@ check "validate-cost summary JSON" "grep -q analytical_mape $tmp/v.json"
 check "validate-cost plot is a PNG" "head -c 4 $tmp/v.png | grep -q PNG"
 "$tessera" calibrate --config "$src/configs/mesh-10x12.json" --ops gemm --out "$tmp/x.json" >"$tmp/out" 2>"$tmp/err"
 check "unknown class is an error" "[ $? -ne 0 ] && grep -q \"operator class 'gemm'\" $tmp/err"
+# Network: synthetic traffic at both levels, its outputs, and bad input named with exit 1.
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01,0.03 --measure 2000 --out "$tmp/tr.json" \
+  --plot "$tmp/tr.png" >"$tmp/out" 2>"$tmp/err"
+check "traffic exits 0 with a table" "[ $? -eq 0 ] && grep -q 'channel-load bound 0.4922' $tmp/out"
+check "traffic results JSON has points and links" "grep -q accepted_flits_per_node_cycle $tmp/tr.json && grep -q 'chip0.r0c0.E' $tmp/tr.json"
+check "traffic CSV and PNG" "[ \$(wc -l < $tmp/tr.png.csv) -eq 3 ] && head -c 4 $tmp/tr.png | grep -q PNG"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --model flit --pattern transpose --rate 0.05 --measure 1000 >"$tmp/out" 2>&1
+check "flit-level transpose runs" "[ $? -eq 0 ] && grep -q 'flit level' $tmp/out"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 1 >"$tmp/out" 2>"$tmp/err"
+check "injection rate 1 is an error" "[ $? -eq 1 ] && grep -q 'expected more than 0 and less than 1' $tmp/err"
+"$tessera" traffic --config "$src/configs/mesh-10x12.json" --pattern bit-complement --rate 0.01 >"$tmp/out" 2>"$tmp/err"
+check "bit-complement on 120 cores is an error" "[ $? -eq 1 ] && grep -q 'power-of-two core count' $tmp/err"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --model wormhole --rate 0.01 >"$tmp/out" 2>"$tmp/err"
+check "unknown --model is an error" "[ $? -eq 1 ] && grep -q 'unknown model \"wormhole\"' $tmp/err"
+sed 's/"vcs": 4/"vcs": 0/; s/"model": "packet"/"model": "flit"/' "$src/configs/mesh-8x8.json" >"$tmp/vc0.json"
+"$tessera" traffic --config "$tmp/vc0.json" --rate 0.01 >"$tmp/out" 2>"$tmp/err"
+check "zero virtual channels is an error naming the field" "[ $? -eq 1 ] && grep -q 'chip.mesh.vcs' $tmp/err"
+"$tessera" simulate --config "$src/configs/ipu-mk2.json" --program "$src/workloads/programs/overlap.json" --out "$tmp/ov.json" >"$tmp/out" 2>&1
+# core 0 sends 2 KiB (512 cycles) while its matmul runs (558); core 1 receives at 542, sends it back
+# while computing (543 + 558 = 1101; the send is done at 1054, received at 1084). Blocking: 1612.
+check "asynchronous transfers overlap compute" "[ $? -eq 0 ] && grep -q '\"total_cycles\": 1101' $tmp/ov.json"
 exit $fail

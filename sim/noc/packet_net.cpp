@@ -24,6 +24,8 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace)
     Buffer b;
     b.capacity = s.capacity_bytes;
     b.feeders = s.feeders;
+    for (std::uint32_t f : b.feeders)
+      b.read_bytes_per_cycle = std::max(b.read_bytes_per_cycle, channels_[f].bytes_per_cycle);
     buffers_.push_back(std::move(b));
   }
   const std::uint32_t cores = cfg.total_cores();
@@ -120,6 +122,12 @@ void PacketNetwork::process_cycle(Cycles t) {
       switch (e.kind) {
         case Kind::Inject: injects_.push_back(e.a); break;
         case Kind::Ready: wait_at(e.a, t); break;
+        case Kind::ReadFree: {
+          Buffer& b = buffers_[e.a];
+          for (std::uint32_t c : b.blocked) mark(c);
+          b.blocked.clear();
+          break;
+        }
         case Kind::TxEnd:
           mark(e.a);
           if (e.b == kNoBuffer && e.c != kNil) mark(e.c);
@@ -269,7 +277,14 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
   const std::int64_t end_fp = std::max<std::int64_t>(start_fp + dur_fp, static_cast<std::int64_t>(t + 1) * kFrac);
   ch.free_fp = end_fp;
-  if (from) from->read_free_fp = end_fp;
+  if (from) {
+    const auto read_fp = static_cast<std::int64_t>(
+        std::ceil(static_cast<double>(pk.bytes) * kFrac / std::max(from->read_bytes_per_cycle, ch.bytes_per_cycle)));
+    from->read_free_fp = std::max(start_fp + read_fp, now_fp + 1);
+    // the read port frees before the transmission ends: look at its waiting packets then
+    if (from->read_free_fp < end_fp)
+      wheel_.push(ceil_fp(from->read_free_fp, kFrac), {prev->buffer, 0, kNil, Kind::ReadFree, 0});
+  }
   ch.busy_fp += dur_fp;
   ch.stats.bytes += pk.bytes;
   ++ch.stats.transfers;

@@ -2,8 +2,10 @@
 // Packet level, the default and fast level of detail: every packet moves hop by hop in time
 // order with virtual cut-through. A packet waiting at a channel (port or link) takes it when the
 // channel is idle and the buffer behind the channel has room for the whole packet, at that
-// cycle; among the packets waiting for one channel the oldest goes first (the cycle its head got
-// there, then injection order). Space in a buffer comes back when the packet's tail leaves it.
+// cycle, and the buffer it is in is not being read by another packet (one crossbar input per
+// router port); among the packets waiting for one channel the oldest goes first (the cycle its
+// head got there, then injection order). Space in a buffer comes back when the packet's tail
+// leaves it.
 // Nothing is reserved ahead of time. The head moves on after the channel's latency, so a packet
 // pays its serialisation once, not per hop; a packet never starts on a channel so early that
 // the channel would idle waiting for its tail (a fast link after a slow port waits until the
@@ -105,6 +107,9 @@ class PacketNetwork : public Transport {
     // the end of the last read, and the channels whose packets wait for the next.
     std::int64_t read_free_fp = 0;
     std::vector<std::uint32_t> blocked;
+    // Its read port moves a packet at least as fast as the packet came in (the fastest feeder):
+    // a packet leaving into a slower channel (a core's ejection port) holds it no longer.
+    double read_bytes_per_cycle = 0;
   };
   struct Message {
     std::uint64_t id = 0;
@@ -127,9 +132,9 @@ class PacketNetwork : public Transport {
     std::uint64_t seq;
     bool last;  // the message's last packet
   };
-  enum class Kind : std::uint8_t { Inject, Ready, TxEnd };
+  enum class Kind : std::uint8_t { Inject, Ready, TxEnd, ReadFree };
   struct Event {  // 16 bytes: the wheel moves many of them
-    std::uint32_t a;  // Inject: message; Ready: packet; TxEnd: channel
+    std::uint32_t a;  // Inject: message; Ready: packet; TxEnd: channel; ReadFree: buffer
     std::uint32_t b;  // TxEnd: buffer to credit (or kNoBuffer)
     std::uint32_t c;  // TxEnd: the credit's bytes, or (no buffer) the coupled receive port or kNil
     Kind kind;

@@ -268,6 +268,9 @@ void validate_traffic(const Config& cfg, const TrafficSpec& s) {
 }
 
 double channel_load_bound(const Config& cfg, const TrafficSpec& spec) {
+  TrafficSpec any_rate = spec;
+  any_rate.rate = 0.5;
+  validate_traffic(cfg, any_rate);  // the pattern fits the mesh
   NetTopology topo(cfg);
   const MeshConfig& m = *cfg.chip.mesh;
   const double flit = std::max(1.0, m.link_bytes_per_cycle);
