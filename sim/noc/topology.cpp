@@ -203,10 +203,4 @@ Bytes NetTopology::packet_bytes(std::uint32_t src, std::uint32_t dst) const {
   return cfg_.chip.mesh ? cfg_.chip.mesh->packet_bytes : 0;  // 0: the whole message
 }
 
-std::uint32_t NetTopology::mesh_hops(std::uint32_t src, std::uint32_t dst) const {
-  std::vector<Hop> h;
-  route(src, dst, h);
-  return static_cast<std::uint32_t>(h.size() - 2);
-}
-
 }  // namespace tessera::sim

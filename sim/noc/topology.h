@@ -47,7 +47,6 @@ class NetTopology {
   bool route(std::uint32_t src, std::uint32_t dst, std::vector<Hop>& out) const;
   // Packet size of a message between the two cores.
   Bytes packet_bytes(std::uint32_t src, std::uint32_t dst) const;
-  std::uint32_t mesh_hops(std::uint32_t src, std::uint32_t dst) const;
 
  private:
   enum Dir { East, West, South, North };
