@@ -17,8 +17,9 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace)
     Channel ch;
     ch.bytes_per_cycle = s.bytes_per_cycle;
     ch.latency = s.latency_cycles;
-    ch.stats.name = s.name;
     channels_.push_back(std::move(ch));
+    stats_.emplace_back();
+    stats_.back().name = s.name;
   }
   for (const BufferSpec& s : topo_.buffers()) {
     Buffer b;
@@ -39,12 +40,8 @@ void PacketNetwork::reset() {
     ch.free_fp = ch.busy_fp = 0;
     ch.held = ch.dirty = false;
     ch.waiting.clear();
-    const std::string name = std::move(ch.stats.name);
-    const int track = ch.stats.trace_track;
-    ch.stats = ChannelStats{};
-    ch.stats.name = std::move(name);
-    ch.stats.trace_track = track;
   }
+  for (ChannelStats& st : stats_) st.bytes = st.busy_cycles = st.transfers = 0;
   for (Buffer& b : buffers_) {
     b.used[0] = b.used[1] = 0;
     b.read_free_fp = 0;
@@ -286,8 +283,9 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
       wheel_.push(ceil_fp(from->read_free_fp, kFrac), {prev->buffer, 0, kNil, Kind::ReadFree, 0});
   }
   ch.busy_fp += dur_fp;
-  ch.stats.bytes += pk.bytes;
-  ++ch.stats.transfers;
+  ChannelStats& st = stats_[c];
+  st.bytes += pk.bytes;
+  ++st.transfers;
   ++hops_;
   if (h.buffer != kNoBuffer) buffers_[h.buffer].used[h.cls] += pk.bytes;
   const Cycles end = ceil_fp(end_fp, kFrac);
@@ -295,7 +293,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     wheel_.push(end, {c, prev->buffer, static_cast<std::uint32_t>(pk.bytes), Kind::TxEnd, prev->cls});
   else
     wheel_.push(end, {c, kNoBuffer, kNil, Kind::TxEnd, 0});
-  if (trace_ && ch.stats.trace_track >= 0) trace_->span(ch.stats.trace_track, "pkt", t, end - t);
+  if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
   const std::uint32_t src = msg.src;
   const std::uint64_t id = msg.id;
@@ -330,12 +328,14 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
                                                                     std::ceil(bytes / R.bytes_per_cycle))));
   const Cycles end = t + d;
   S.held = false;
-  for (Channel* ch : {&S, &R}) {
-    ch->free_fp = static_cast<std::int64_t>(end) * kFrac;
-    ch->busy_fp += static_cast<std::int64_t>(d) * kFrac;
-    ch->stats.bytes += pk.bytes;
-    ++ch->stats.transfers;
-    if (trace_ && ch->stats.trace_track >= 0) trace_->span(ch->stats.trace_track, "msg", t, d);
+  for (const std::uint32_t c : {s, r}) {
+    Channel& ch = channels_[c];
+    ch.free_fp = static_cast<std::int64_t>(end) * kFrac;
+    ch.busy_fp += static_cast<std::int64_t>(d) * kFrac;
+    ChannelStats& st = stats_[c];
+    st.bytes += pk.bytes;
+    ++st.transfers;
+    if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "msg", t, d);
   }
   hops_ += 2;
   wheel_.push(end, {s, kNoBuffer, r, Kind::TxEnd, 0});
@@ -357,9 +357,9 @@ void PacketNetwork::finish(std::uint32_t m) {
 }
 
 void PacketNetwork::stats(std::vector<ChannelStats*>& out) {
-  for (Channel& ch : channels_) {
-    ch.stats.busy_cycles = ceil_fp(ch.busy_fp, kFrac);
-    out.push_back(&ch.stats);
+  for (std::size_t c = 0; c < channels_.size(); ++c) {
+    stats_[c].busy_cycles = ceil_fp(channels_[c].busy_fp, kFrac);
+    out.push_back(&stats_[c]);
   }
 }
 

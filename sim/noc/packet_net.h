@@ -96,7 +96,6 @@ class PacketNetwork : public Transport {
     bool dirty = false;
     std::int64_t busy_fp = 0;
     WaitQueue waiting;
-    ChannelStats stats;
   };
   struct Buffer {
     Bytes capacity;
@@ -160,6 +159,7 @@ class PacketNetwork : public Transport {
   TraceRecorder* trace_;
   TransportListener* listener_ = nullptr;
   std::vector<Channel> channels_;
+  std::vector<ChannelStats> stats_;  // by channel (kept apart: the hot loop does not touch names)
   std::vector<Buffer> buffers_;
   std::vector<Message> messages_;
   std::vector<std::uint32_t> free_messages_;
