@@ -111,3 +111,14 @@ TEST_CASE("mesh: a slow network interface does not hold a fast link (1x4, two st
     CHECK(test::finish(r, core) <= 568 * 105 / 100);
   }
 }
+
+TEST_CASE("mesh: the flit level runs programs with the same zero-load timing", "[mesh]") {
+  // 256-byte packets are 8 flits of 32 bytes: the same D = 8, so the same hand formula
+  Json flit = test::mesh_config(1, 4);
+  flit["chip"]["mesh"]["model"] = "flit";
+  CHECK(test::total(test::run(flit, one_message(0, 3, 256))) == 8 + 2 + 9);
+  CHECK(test::total(test::run(flit, one_message(0, 3, 1024))) == 19 + 3 * 8);
+  Json flit3 = test::mesh_config(3, 3);
+  flit3["chip"]["mesh"]["model"] = "flit";
+  CHECK(test::total(test::run(flit3, one_message(0, 8, 256))) == 8 + 2 + 12);
+}
