@@ -28,8 +28,12 @@ namespace {
 
 // Traffic and barrier counts gathered while reading, checked once every core is read.
 struct Tally {
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::uint64_t, std::uint64_t>>
-      sends, recvs;  // (src, dst) -> (messages, bytes)
+  // (src << 32 | dst) -> messages and bytes sent, and received; one hash entry per pair that
+  // talks, so an all-to-all's tally is linear in the program's size
+  struct Pair {
+    std::uint64_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
+  };
+  std::unordered_map<std::uint64_t, Pair> pairs;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> syncs;  // (group, core)
 };
 
@@ -378,10 +382,10 @@ class CoreReader {
     } else if (op == "send" || op == "recv") {
       std::uint32_t p = peer(r);
       Bytes bytes = transfer_bytes(r, what_ + ": " + where);
-      auto key = op == "send" ? std::make_pair(out_.core, p) : std::make_pair(p, out_.core);
-      auto& t = (op == "send" ? tally_.sends : tally_.recvs)[key];
-      t.first += mult;
-      t.second += mult * bytes;
+      const std::uint64_t key = op == "send" ? (std::uint64_t{out_.core} << 32 | p) : (std::uint64_t{p} << 32 | out_.core);
+      Tally::Pair& t = tally_.pairs[key];
+      (op == "send" ? t.sent : t.received) += mult;
+      (op == "send" ? t.sent_bytes : t.received_bytes) += mult * bytes;
       emit(op == "send" ? Op::Send : Op::Recv, p, bytes, where, mult);
       if (op == "send" && r.has("box")) {
         JsonReader br(r.value("box"), what_, r.where("box"), 'p');
@@ -508,22 +512,20 @@ void read_tensors(const JsonReader& r, const Config& cfg, Program& prog,
 // Sends and receives must pair up, and every member of a group must sync on it equally often;
 // otherwise the program would deadlock, and saying so before simulating is kinder.
 void check_tally(const Tally& t, const Program& prog, const std::string& what) {
-  auto all_keys = t.sends;
-  for (const auto& kv : t.recvs) all_keys.emplace(kv.first, kv.second);
-  for (const auto& kv : all_keys) {
-    auto [src, dst] = kv.first;
-    using Count = std::pair<std::uint64_t, std::uint64_t>;
-    const Count none{0, 0};
-    const Count s = t.sends.count(kv.first) ? t.sends.at(kv.first) : none;
-    const Count r = t.recvs.count(kv.first) ? t.recvs.at(kv.first) : none;
-    if (s.first != r.first)
+  // the first mismatched pair in (src, dst) order, so the message does not depend on hashing
+  std::uint64_t worst = ~std::uint64_t{0};
+  for (const auto& [key, c] : t.pairs)
+    if ((c.sent != c.received || c.sent_bytes != c.received_bytes) && key < worst) worst = key;
+  if (worst != ~std::uint64_t{0}) {
+    const Tally::Pair& c = t.pairs.at(worst);
+    const auto src = static_cast<std::uint32_t>(worst >> 32), dst = static_cast<std::uint32_t>(worst);
+    if (c.sent != c.received)
       throw ProgramError(fmt::format("{}: core {} sends {} message(s) to core {} but core {} posts "
                                      "{} matching recv(s) from core {}",
-                                     what, src, s.first, dst, dst, r.first, src));
-    if (s.second != r.second)
-      throw ProgramError(fmt::format("{}: core {} sends {} bytes in total to core {} but core {} "
-                                     "receives {} bytes from core {}",
-                                     what, src, s.second, dst, dst, r.second, src));
+                                     what, src, c.sent, dst, dst, c.received, src));
+    throw ProgramError(fmt::format("{}: core {} sends {} bytes in total to core {} but core {} "
+                                   "receives {} bytes from core {}",
+                                   what, src, c.sent_bytes, dst, dst, c.received_bytes, src));
   }
   for (std::uint32_t g = 0; g < prog.groups.size(); ++g) {
     std::vector<std::uint32_t> members = prog.groups[g].members;
