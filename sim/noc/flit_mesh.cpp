@@ -88,26 +88,9 @@ bool FlitMesh::crosses_dateline(std::uint32_t node, int port) const {
   return false;
 }
 
-std::uint32_t FlitMesh::new_packet() {
-  if (!free_packets_.empty()) {
-    const std::uint32_t p = free_packets_.back();
-    free_packets_.pop_back();
-    return p;
-  }
-  packets_.emplace_back();
-  return static_cast<std::uint32_t>(packets_.size() - 1);
-}
-
 void FlitMesh::inject(std::uint64_t message, std::uint32_t src, std::uint32_t dst, Bytes bytes,
                       Cycles when) {
-  std::uint32_t m;
-  if (free_messages_.empty()) {
-    m = static_cast<std::uint32_t>(messages_.size());
-    messages_.emplace_back();
-  } else {
-    m = free_messages_.back();
-    free_messages_.pop_back();
-  }
+  const std::uint32_t m = messages_.acquire();
   const Bytes pb = m_.packet_bytes;
   const auto packets = static_cast<std::uint32_t>((bytes + pb - 1) / pb);
   messages_[m] = {message, src, packets, 0, order_++, kNil};
@@ -115,7 +98,7 @@ void FlitMesh::inject(std::uint64_t message, std::uint32_t src, std::uint32_t ds
   std::uint32_t first = kNil, last = kNil;
   for (std::uint32_t i = 0; i < packets; ++i) {
     const Bytes b = std::min(pb, bytes - i * pb);
-    const std::uint32_t p = new_packet();
+    const std::uint32_t p = packets_.acquire();
     packets_[p] = {m, dst, static_cast<std::uint32_t>((b + flit_bytes_ - 1) / flit_bytes_), 0, kNil};
     live_flits_ += packets_[p].flits;
     if (last == kNil) first = p;
@@ -317,11 +300,11 @@ void FlitMesh::cross(std::uint32_t node, int in_port, std::uint32_t vc, Cycles t
     Packet& pk = packets_[f.packet];
     Message& msg = messages_[pk.msg];
     msg.arrival = std::max(msg.arrival, t + ni_cycles_);
-    free_packets_.push_back(f.packet);
+    packets_.release(f.packet);
     if (--msg.outstanding == 0) {
       const std::uint64_t id = msg.id;
       const Cycles arrival = msg.arrival;
-      free_messages_.push_back(pk.msg);
+      messages_.release(pk.msg);
       if (listener_) listener_->delivered(id, arrival);  // last: a listener may inject
     }
     return;

@@ -18,6 +18,7 @@
 
 #include "sim/config/config.h"
 #include "sim/noc/event_wheel.h"
+#include "sim/noc/index_pool.h"
 #include "sim/noc/transport.h"
 
 namespace tessera::sim {
@@ -89,7 +90,6 @@ class FlitMesh : public Transport {
   InputVc& ivc(std::uint32_t node, int port, std::uint32_t vc) { return ivcs_[(node * kPorts + port) * vcs_ + vc]; }
   OutputVc& ovc(std::uint32_t node, int port, std::uint32_t vc) { return ovcs_[(node * kPorts + port) * vcs_ + vc]; }
   Flit* ring(std::uint32_t node, int port, std::uint32_t vc) { return &flits_[((node * kPorts + port) * vcs_ + vc) * depth_]; }
-  std::uint32_t new_packet();
 
   MeshConfig m_;
   std::uint32_t nodes_, vcs_, depth_;
@@ -111,10 +111,8 @@ class FlitMesh : public Transport {
   std::vector<std::uint32_t> buffered_;                 // per node: flits in its buffers
   std::vector<bool> active_flag_;
   std::vector<std::uint32_t> active_, next_active_;
-  std::vector<Packet> packets_;
-  std::vector<std::uint32_t> free_packets_;
-  std::vector<Message> messages_;
-  std::vector<std::uint32_t> free_messages_;
+  IndexPool<Packet> packets_;
+  IndexPool<Message> messages_;
   EventWheel<Event> wheel_;
   std::vector<Event> now_events_;
   std::vector<std::uint32_t> injects_;

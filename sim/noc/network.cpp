@@ -40,14 +40,7 @@ void Network::step() {
 
 void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
                    std::shared_ptr<const Payload> payload, Completion& done) {
-  std::uint32_t m;
-  if (free_.empty()) {
-    m = static_cast<std::uint32_t>(pool_.size());
-    pool_.emplace_back();
-  } else {
-    m = free_.back();
-    free_.pop_back();
-  }
+  const std::uint32_t m = pool_.acquire();
   Message& msg = pool_[m];
   msg = Message{};
   msg.src = src;
@@ -101,7 +94,7 @@ void Network::release(std::uint32_t m) {
   Message& msg = pool_[m];
   if (msg.delivered && msg.matched && !msg.sent) {
     msg.payload.reset();
-    free_.push_back(m);
+    pool_.release(m);
   }
 }
 

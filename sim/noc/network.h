@@ -13,6 +13,7 @@
 
 #include "sim/config/config.h"
 #include "sim/noc/fabric_if.h"
+#include "sim/noc/index_pool.h"
 #include "sim/noc/transport.h"
 
 namespace tessera::sim {
@@ -61,8 +62,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   void delivered(std::uint64_t message, Cycles when) override;
 
   std::unique_ptr<Transport> transport_;
-  std::vector<Message> pool_;
-  std::vector<std::uint32_t> free_;
+  IndexPool<Message> pool_;
   std::vector<std::vector<std::uint32_t>> unmatched_;  // per destination, in send order
   std::vector<std::vector<Posted>> posted_;            // per destination, receives not yet matched
   sc_core::sc_event wake_;

@@ -48,9 +48,7 @@ void PacketNetwork::reset() {
     b.blocked.clear();
   }
   messages_.clear();
-  free_messages_.clear();
   packets_.clear();
-  free_packets_.clear();
   std::fill(queue_head_.begin(), queue_head_.end(), kNil);
   std::fill(queue_tail_.begin(), queue_tail_.end(), kNil);
   std::fill(source_busy_.begin(), source_busy_.end(), false);
@@ -59,29 +57,9 @@ void PacketNetwork::reset() {
   order_ = seq_ = hops_ = live_packets_ = 0;
 }
 
-std::uint32_t PacketNetwork::new_message() {
-  if (!free_messages_.empty()) {
-    const std::uint32_t m = free_messages_.back();
-    free_messages_.pop_back();
-    return m;
-  }
-  messages_.emplace_back();
-  return static_cast<std::uint32_t>(messages_.size() - 1);
-}
-
-std::uint32_t PacketNetwork::new_packet() {
-  if (!free_packets_.empty()) {
-    const std::uint32_t p = free_packets_.back();
-    free_packets_.pop_back();
-    return p;
-  }
-  packets_.emplace_back();
-  return static_cast<std::uint32_t>(packets_.size() - 1);
-}
-
 void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32_t dst, Bytes bytes,
                            Cycles when) {
-  const std::uint32_t m = new_message();
+  const std::uint32_t m = messages_.acquire();
   Message& msg = messages_[m];
   msg.id = message;
   msg.src = src;
@@ -172,7 +150,7 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
     return;
   }
   Message& msg = messages_[m];
-  const std::uint32_t p = new_packet();
+  const std::uint32_t p = packets_.acquire();
   Packet& pk = packets_[p];
   pk.msg = m;
   pk.hop = 0;
@@ -308,7 +286,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   } else {
     msg.arrival = std::max(msg.arrival, end + ch.latency);
     --live_packets_;
-    free_packets_.push_back(p);
+    packets_.release(p);
     if (--msg.outstanding == 0 && msg.unsent == 0) finish(pk.msg);
   }
   // Last, as they may grow the pools (a listener may inject): `pk` and `msg` are not used after.
@@ -341,7 +319,7 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
   wheel_.push(end, {s, kNoBuffer, r, Kind::TxEnd, 0});
   msg.arrival = end + S.latency + R.latency;
   --live_packets_;
-  free_packets_.push_back(p);
+  packets_.release(p);
   --msg.outstanding;
   const std::uint32_t src = msg.src, m = pk.msg;
   const std::uint64_t id = msg.id;
@@ -352,7 +330,7 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
 }
 
 void PacketNetwork::finish(std::uint32_t m) {
-  free_messages_.push_back(m);
+  messages_.release(m);
   if (listener_) listener_->delivered(messages_[m].id, messages_[m].arrival);
 }
 

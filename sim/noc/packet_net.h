@@ -18,6 +18,7 @@
 
 #include "sim/config/config.h"
 #include "sim/noc/event_wheel.h"
+#include "sim/noc/index_pool.h"
 #include "sim/noc/topology.h"
 #include "sim/noc/transport.h"
 
@@ -151,8 +152,6 @@ class PacketNetwork : public Transport {
   void grant_coupled(std::uint32_t packet, Cycles t);
   void finish(std::uint32_t message);
   std::int64_t duration_fp(Channel& ch, Bytes bytes) const;
-  std::uint32_t new_packet();
-  std::uint32_t new_message();
 
   const Config& cfg_;
   NetTopology topo_;
@@ -161,10 +160,8 @@ class PacketNetwork : public Transport {
   std::vector<Channel> channels_;
   std::vector<ChannelStats> stats_;  // by channel (kept apart: the hot loop does not touch names)
   std::vector<Buffer> buffers_;
-  std::vector<Message> messages_;
-  std::vector<std::uint32_t> free_messages_;
-  std::vector<Packet> packets_;
-  std::vector<std::uint32_t> free_packets_;
+  IndexPool<Message> messages_;
+  IndexPool<Packet> packets_;
   // per source core: its queue of messages (head, tail) and whether a packet of it is at the
   // first channel (a source sends one packet at a time)
   std::vector<std::uint32_t> queue_head_, queue_tail_;
