@@ -45,7 +45,8 @@ void PacketNetwork::reset() {
   for (Buffer& b : buffers_) {
     b.used[0] = b.used[1] = 0;
     b.read_free_fp = 0;
-    b.blocked.clear();
+    b.parked_for_room.clear();
+    b.parked_for_read.clear();
   }
   messages_.clear();
   packets_.clear();
@@ -97,21 +98,14 @@ void PacketNetwork::process_cycle(Cycles t) {
       switch (e.kind) {
         case Kind::Inject: injects_.push_back(e.a); break;
         case Kind::Ready: wait_at(e.a, t); break;
-        case Kind::ReadFree: {
-          Buffer& b = buffers_[e.a];
-          for (std::uint32_t c : b.blocked) mark(c);
-          b.blocked.clear();
-          break;
-        }
+        case Kind::ReadFree: unpark_for_read(e.a); break;
         case Kind::TxEnd:
           mark(e.a);
           if (e.b == kNoBuffer && e.c != kNil) mark(e.c);
           if (e.b != kNoBuffer) {
-            Buffer& b = buffers_[e.b];
-            b.used[e.cls] -= e.c;
-            for (std::uint32_t f : b.feeders) mark(f);
-            for (std::uint32_t c : b.blocked) mark(c);
-            b.blocked.clear();
+            buffers_[e.b].used[e.cls] -= e.c;
+            unpark_for_room(e.b);
+            unpark_for_read(e.b);
           }
           break;
       }
@@ -192,17 +186,22 @@ bool PacketNetwork::fits(const Packet& pk) const {
   return b.used[h.cls] + pk.bytes <= b.capacity;
 }
 
+// The oldest waiting packet that can go takes the channel; a packet that cannot (no room behind
+// the channel, or its buffer is being read) is set aside until that changes.
 void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
   while (!ch.held && ceil_fp(ch.free_fp, kFrac) <= t && !ch.waiting.empty()) {
-    auto it = std::find_if(ch.waiting.begin(), ch.waiting.end(), [&](const Waiting& w) {
-      const Packet& pk = packets_[w.packet];
-      return fits(pk) && readable(pk, c, t);
-    });
-    if (it == ch.waiting.end()) break;  // every waiting packet needs buffer space: wait for credit
-    const Waiting w = *it;
-    ch.waiting.erase(it);
+    const Waiting w = ch.waiting.front();
+    ch.waiting.pop_front();
     Packet& pk = packets_[w.packet];
+    if (!fits(pk)) {
+      park_for_room(c, w);
+      continue;
+    }
+    if (!readable(pk, t)) {
+      park_for_read(c, w);
+      continue;
+    }
     if (messages_[pk.msg].coupled) {
       if (pk.hop == 0) {  // hold the send port, then contend for the receive port
         ch.held = true;
@@ -217,14 +216,55 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
   }
 }
 
-bool PacketNetwork::readable(const Packet& pk, std::uint32_t c, Cycles t) {
+bool PacketNetwork::readable(const Packet& pk, Cycles t) const {
   if (pk.hop == 0) return true;
   const std::uint32_t b = pk.route[pk.hop - 1].buffer;
-  if (b == kNoBuffer) return true;
+  return b == kNoBuffer || ceil_fp(buffers_[b].read_free_fp, kFrac) <= t;
+}
+
+void PacketNetwork::park_for_room(std::uint32_t c, const Waiting& w) {
+  const Packet& pk = packets_[w.packet];
+  auto& lists = buffers_[pk.route[pk.hop].buffer].parked_for_room;
+  auto it = std::find_if(lists.begin(), lists.end(), [c](const auto& l) { return l.first == c; });
+  if (it == lists.end()) {
+    lists.emplace_back(c, WaitQueue{});
+    it = std::prev(lists.end());
+  }
+  it->second.insert(w);
+}
+
+void PacketNetwork::park_for_read(std::uint32_t c, const Waiting& w) {
+  const Packet& pk = packets_[w.packet];
+  buffers_[pk.route[pk.hop - 1].buffer].parked_for_read.push_back({c, w});
+}
+
+void PacketNetwork::requeue(std::uint32_t c, const Waiting& w) {
+  channels_[c].waiting.insert(w);
+  mark(c);
+}
+
+// Room came back: per channel, the oldest packets set aside that the room takes (as if each
+// channel had it all) wait for their channel again.
+void PacketNetwork::unpark_for_room(std::uint32_t b) {
   Buffer& buf = buffers_[b];
-  if (ceil_fp(buf.read_free_fp, kFrac) <= t) return true;
-  if (std::find(buf.blocked.begin(), buf.blocked.end(), c) == buf.blocked.end()) buf.blocked.push_back(c);
-  return false;
+  for (auto& [c, list] : buf.parked_for_room) {
+    Bytes room[2] = {buf.capacity - buf.used[0], buf.capacity - buf.used[1]};
+    while (!list.empty()) {
+      const Waiting w = list.front();
+      const Packet& pk = packets_[w.packet];
+      const std::uint8_t cls = pk.route[pk.hop].cls;
+      if (pk.bytes > room[cls]) break;
+      room[cls] -= pk.bytes;
+      list.pop_front();
+      requeue(c, w);
+    }
+  }
+}
+
+void PacketNetwork::unpark_for_read(std::uint32_t b) {
+  auto& parked = buffers_[b].parked_for_read;
+  for (const auto& [c, w] : parked) requeue(c, w);
+  parked.clear();
 }
 
 std::int64_t PacketNetwork::duration_fp(Channel& ch, Bytes bytes) const {

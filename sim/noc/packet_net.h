@@ -67,6 +67,8 @@ class PacketNetwork : public Transport {
         --pos;
       v_.insert(pos, w);
     }
+    const Waiting& front() const { return v_[head_]; }
+    void pop_front() { erase(begin()); }
     void erase(It it) {
       if (it != begin()) {
         v_.erase(it);
@@ -103,9 +105,14 @@ class PacketNetwork : public Transport {
     Bytes used[2] = {0, 0};
     std::vector<std::uint32_t> feeders;
     // A buffer is read by one packet at a time (a router input port has one crossbar input):
-    // the end of the last read, and the channels whose packets wait for the next.
+    // the end of the last read.
     std::int64_t read_free_fp = 0;
-    std::vector<std::uint32_t> blocked;
+    // Packets set aside until this buffer has room for them, per channel they wait for (oldest
+    // first), and packets in this buffer set aside until its read port is free. A channel then
+    // never looks again at a packet that cannot go: a link with a thousand packets bound for full
+    // buffers costs nothing per grant.
+    std::vector<std::pair<std::uint32_t, WaitQueue>> parked_for_room;
+    std::vector<std::pair<std::uint32_t, Waiting>> parked_for_read;
     // Its read port moves a packet at least as fast as the packet came in (the fastest feeder):
     // a packet leaving into a slower channel (a core's ejection port) holds it no longer.
     double read_bytes_per_cycle = 0;
@@ -147,7 +154,12 @@ class PacketNetwork : public Transport {
   void mark(std::uint32_t channel);
   void try_grant(std::uint32_t channel, Cycles t);
   bool fits(const Packet& p) const;
-  bool readable(const Packet& p, std::uint32_t channel, Cycles t);
+  bool readable(const Packet& p, Cycles t) const;
+  void park_for_room(std::uint32_t channel, const Waiting& w);
+  void park_for_read(std::uint32_t channel, const Waiting& w);
+  void unpark_for_room(std::uint32_t buffer);
+  void unpark_for_read(std::uint32_t buffer);
+  void requeue(std::uint32_t channel, const Waiting& w);
   void grant(std::uint32_t packet, Cycles ready, std::uint32_t channel, Cycles t);
   void grant_coupled(std::uint32_t packet, Cycles t);
   void finish(std::uint32_t message);
