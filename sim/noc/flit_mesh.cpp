@@ -40,6 +40,9 @@ FlitMesh::FlitMesh(const Config& cfg, TraceRecorder* trace)
         stats_.emplace_back();
         stats_.back().name = fmt::format("chip0.r{}c{}.{}", n / m_.cols, n % m_.cols, kDirNames[d]);
       }
+  next_.assign(std::size_t(nodes_) * 4, kNil);
+  for (std::uint32_t n = 0; n < nodes_; ++n)
+    for (int d = 0; d < 4; ++d) next_[n * 4 + d] = neighbour(n, d);
   eject_free_.assign(nodes_, 0);
   inject_free_.assign(nodes_, 0);
   queue_head_.assign(nodes_, kNil);
@@ -250,14 +253,14 @@ void FlitMesh::step_router(std::uint32_t node, Cycles t) {
   bool out_used[kPorts] = {false, false, false, false, false};
   const std::uint32_t total = kPorts * vcs_;
   const std::uint32_t start = rr_[node];
-  rr_[node] = (start + 1) % total;
-  for (std::uint32_t k = 0; k < total; ++k) {
-    const std::uint32_t idx = (start + k) % total;
-    const int port = static_cast<int>(idx / vcs_);
-    const std::uint32_t vc = idx % vcs_;
-    if (in_used[port]) continue;
-    InputVc& in = ivc(node, port, vc);
+  rr_[node] = start + 1 == total ? 0 : start + 1;
+  InputVc* const vcs = &ivcs_[std::size_t(node) * total];  // index port * vcs + vc
+  for (std::uint32_t k = 0, idx = start; k < total; ++k, idx = idx + 1 == total ? 0 : idx + 1) {
+    InputVc& in = vcs[idx];
     if (!in.count) continue;
+    const int port = static_cast<int>(idx / vcs_);
+    if (in_used[port]) continue;
+    const std::uint32_t vc = idx - static_cast<std::uint32_t>(port) * vcs_;
     const Flit& f = ring(node, port, vc)[in.first];
     if (f.eligible > t) continue;
     if (in.out_port < 0 && !try_vc(node, port, vc, f)) continue;
@@ -286,7 +289,7 @@ void FlitMesh::cross(std::uint32_t node, int in_port, std::uint32_t vc, Cycles t
   if (in_port == kLocal) {
     if (f.tail) in.in_use = false;
   } else {  // the credit goes back to the router this flit came from
-    const std::uint32_t up = neighbour(node, in_port ^ 1);  // E<->W, S<->N
+    const std::uint32_t up = next_[node * 4 + (in_port ^ 1)];  // E<->W, S<->N
     wheel_.push(t + 1, {Kind::Credit, up * kPorts + in_port, vc, f.tail});
   }
   if (out == kLocal) {
@@ -309,7 +312,7 @@ void FlitMesh::cross(std::uint32_t node, int in_port, std::uint32_t vc, Cycles t
     }
     return;
   }
-  const std::uint32_t down = neighbour(node, out);
+  const std::uint32_t down = next_[node * 4 + out];
   --ovc(node, out, out_vc).credits;
   InputVc& din = ivc(down, out, out_vc);
   ring(down, out, out_vc)[(din.first + din.count) % depth_] = {t + hop_cycles_, f.packet, f.head, f.tail};

@@ -103,6 +103,7 @@ class FlitMesh : public Transport {
   std::vector<OutputVc> ovcs_;
   std::vector<Flit> flits_;
   std::vector<int> link_;             // node*4+dir -> index into link stats, -1 where none
+  std::vector<std::uint32_t> next_;   // node*4+dir -> the router that way, kNil where none
   std::vector<ChannelStats> stats_;   // inject 0..n-1, eject n..2n-1, then links
   std::vector<Cycles> eject_free_, inject_free_;
   std::vector<std::uint32_t> queue_head_, queue_tail_;  // per node: packets to inject
