@@ -148,6 +148,7 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
   Packet& pk = packets_[p];
   pk.msg = m;
   pk.hop = 0;
+  pk.requeued_from = kNoBuffer;
   pk.route = msg.route.data();
   pk.hops = static_cast<std::uint32_t>(msg.route.size());
   pk.bytes = std::min(msg.packet_bytes, msg.unsent);
@@ -194,6 +195,10 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
     const Waiting w = ch.waiting.front();
     ch.waiting.pop_front();
     Packet& pk = packets_[w.packet];
+    if (pk.requeued_from != kNoBuffer) {  // the room promised to it is its own again
+      parked(pk.requeued_from, c).requeued[pk.route[pk.hop].cls] -= pk.bytes;
+      pk.requeued_from = kNoBuffer;
+    }
     if (!fits(pk)) {
       park_for_room(c, w);
       continue;
@@ -222,15 +227,17 @@ bool PacketNetwork::readable(const Packet& pk, Cycles t) const {
   return b == kNoBuffer || ceil_fp(buffers_[b].read_free_fp, kFrac) <= t;
 }
 
+PacketNetwork::Parked& PacketNetwork::parked(std::uint32_t b, std::uint32_t c) {
+  auto& lists = buffers_[b].parked_for_room;
+  for (Parked& p : lists)
+    if (p.channel == c) return p;
+  lists.push_back(Parked{c, WaitQueue{}, {0, 0}});
+  return lists.back();
+}
+
 void PacketNetwork::park_for_room(std::uint32_t c, const Waiting& w) {
   const Packet& pk = packets_[w.packet];
-  auto& lists = buffers_[pk.route[pk.hop].buffer].parked_for_room;
-  auto it = std::find_if(lists.begin(), lists.end(), [c](const auto& l) { return l.first == c; });
-  if (it == lists.end()) {
-    lists.emplace_back(c, WaitQueue{});
-    it = std::prev(lists.end());
-  }
-  it->second.insert(w);
+  parked(pk.route[pk.hop].buffer, c).queue.insert(w);
 }
 
 void PacketNetwork::park_for_read(std::uint32_t c, const Waiting& w) {
@@ -244,19 +251,19 @@ void PacketNetwork::requeue(std::uint32_t c, const Waiting& w) {
 }
 
 // Room came back: per channel, the oldest packets set aside that the room takes (as if each
-// channel had it all) wait for their channel again.
+// channel had it all, less what was already sent back) wait for their channel again.
 void PacketNetwork::unpark_for_room(std::uint32_t b) {
   Buffer& buf = buffers_[b];
-  for (auto& [c, list] : buf.parked_for_room) {
-    Bytes room[2] = {buf.capacity - buf.used[0], buf.capacity - buf.used[1]};
-    while (!list.empty()) {
-      const Waiting w = list.front();
-      const Packet& pk = packets_[w.packet];
+  for (Parked& p : buf.parked_for_room) {
+    while (!p.queue.empty()) {
+      const Waiting w = p.queue.front();
+      Packet& pk = packets_[w.packet];
       const std::uint8_t cls = pk.route[pk.hop].cls;
-      if (pk.bytes > room[cls]) break;
-      room[cls] -= pk.bytes;
-      list.pop_front();
-      requeue(c, w);
+      if (buf.used[cls] + p.requeued[cls] + pk.bytes > buf.capacity) break;
+      p.requeued[cls] += pk.bytes;
+      pk.requeued_from = b;
+      p.queue.pop_front();
+      requeue(p.channel, w);
     }
   }
 }

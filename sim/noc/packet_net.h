@@ -12,7 +12,9 @@
 // packet could stream at the link's rate), so a slow sender does not hold a fast link.
 // Exchange messages within a chip are one unit holding both the sender's and the receiver's
 // port (IPU exchange). docs/hardware-model.md has the rules and the formulas.
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -50,44 +52,35 @@ class PacketNetwork : public Transport {
     std::uint64_t seq;
     std::uint32_t packet;
   };
-  // Packets waiting for a channel, oldest first. Most leave from the front (a front index, so a
-  // link with a thousand waiting packets does not move them all for each grant); most arrive at
-  // the back.
+  // Packets waiting for a channel, oldest first. Most leave from the front and arrive at the
+  // back; a packet coming back from being set aside is older and goes in near the front (a deque:
+  // neither end costs the length of the queue).
   class WaitQueue {
    public:
-    using It = std::vector<Waiting>::iterator;
-    bool empty() const { return head_ == v_.size(); }
-    It begin() { return v_.begin() + static_cast<std::ptrdiff_t>(head_); }
-    It end() { return v_.end(); }
+    bool empty() const { return q_.empty(); }
+    const Waiting& front() const { return q_.front(); }
+    void pop_front() { q_.pop_front(); }
     void insert(const Waiting& w) {
-      auto pos = v_.end();
-      const auto first = begin();
-      while (pos != first && (std::prev(pos)->ready > w.ready ||
-                              (std::prev(pos)->ready == w.ready && std::prev(pos)->seq > w.seq)))
-        --pos;
-      v_.insert(pos, w);
-    }
-    const Waiting& front() const { return v_[head_]; }
-    void pop_front() { erase(begin()); }
-    void erase(It it) {
-      if (it != begin()) {
-        v_.erase(it);
-      } else if (++head_ == v_.size()) {
-        v_.clear();
-        head_ = 0;
-      } else if (head_ > 64 && head_ * 2 > v_.size()) {
-        v_.erase(v_.begin(), begin());
-        head_ = 0;
+      if (q_.empty() || !before(w, q_.back())) {
+        q_.push_back(w);
+        return;
       }
+      q_.insert(std::upper_bound(q_.begin(), q_.end(), w, before), w);
     }
-    void clear() {
-      v_.clear();
-      head_ = 0;
-    }
+    void clear() { q_.clear(); }
 
    private:
-    std::vector<Waiting> v_;
-    std::size_t head_ = 0;
+    static bool before(const Waiting& a, const Waiting& b) {
+      return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq;
+    }
+    std::deque<Waiting> q_;
+  };
+  // Packets set aside for room in one buffer, bound for one channel; `requeued`: bytes of them
+  // sent back to the channel and not yet taken or set aside again (room already promised).
+  struct Parked {
+    std::uint32_t channel;
+    WaitQueue queue;
+    Bytes requeued[2] = {0, 0};
   };
   struct Channel {
     double bytes_per_cycle;
@@ -111,7 +104,7 @@ class PacketNetwork : public Transport {
     // first), and packets in this buffer set aside until its read port is free. A channel then
     // never looks again at a packet that cannot go: a link with a thousand packets bound for full
     // buffers costs nothing per grant.
-    std::vector<std::pair<std::uint32_t, WaitQueue>> parked_for_room;
+    std::vector<Parked> parked_for_room;
     std::vector<std::pair<std::uint32_t, Waiting>> parked_for_read;
     // Its read port moves a packet at least as fast as the packet came in (the fastest feeder):
     // a packet leaving into a slower channel (a core's ejection port) holds it no longer.
@@ -137,6 +130,7 @@ class PacketNetwork : public Transport {
     Bytes bytes;
     std::uint64_t seq;
     bool last;  // the message's last packet
+    std::uint32_t requeued_from;  // the buffer whose room it was sent back for, or kNoBuffer
   };
   enum class Kind : std::uint8_t { Inject, Ready, TxEnd, ReadFree };
   struct Event {  // 16 bytes: the wheel moves many of them
@@ -160,6 +154,7 @@ class PacketNetwork : public Transport {
   void unpark_for_room(std::uint32_t buffer);
   void unpark_for_read(std::uint32_t buffer);
   void requeue(std::uint32_t channel, const Waiting& w);
+  Parked& parked(std::uint32_t buffer, std::uint32_t channel);
   void grant(std::uint32_t packet, Cycles ready, std::uint32_t channel, Cycles t);
   void grant_coupled(std::uint32_t packet, Cycles t);
   void finish(std::uint32_t message);
