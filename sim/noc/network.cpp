@@ -19,7 +19,7 @@ std::unique_ptr<Transport> make_transport(const Config& cfg, TraceRecorder* trac
 
 Network::Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace)
     : sc_core::sc_module(name), transport_(make_transport(cfg, trace)),
-      unmatched_(cfg.total_cores()), posted_(cfg.total_cores()) {
+      unmatched_count_(cfg.total_cores(), 0) {
   transport_->set_listener(this);
   SC_METHOD(step);
   sensitive << wake_;
@@ -50,14 +50,21 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
   msg.sent = &done;
   ++messages_;
   // a receive already posted for it?
-  auto& posted = posted_[dst];
-  auto it = std::find_if(posted.begin(), posted.end(), [src](const Posted& p) { return p.src == src; });
-  if (it != posted.end()) {
-    const Posted p = *it;
-    posted.erase(it);
+  const std::uint64_t key = pair_key(dst, src);
+  auto posted = posted_.find(key);
+  if (posted != posted_.end()) {
+    const std::uint32_t r = posted->second.head;
+    posted->second.head = posts_[r].next;
+    if (posted->second.head == ~0u) posted_.erase(posted);
+    const Posted p = posts_[r];
+    posts_.release(r);
     match(m, p.bytes, *p.done);
   } else {
-    unmatched_[dst].push_back(m);
+    Fifo& f = unmatched_[key];
+    if (f.head == ~0u) f.head = m;
+    else pool_[f.tail].next = m;
+    f.tail = m;
+    ++unmatched_count_[dst];
   }
   const Cycles now = now_cycles();
   transport_->inject(m, src, dst, bytes, now);
@@ -65,14 +72,21 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
 }
 
 void Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) {
-  auto& inbox = unmatched_[dst];
-  auto it = std::find_if(inbox.begin(), inbox.end(), [&](std::uint32_t m) { return pool_[m].src == src; });
-  if (it == inbox.end()) {
-    posted_[dst].push_back({src, bytes, &done});
+  const std::uint64_t key = pair_key(dst, src);
+  auto inbox = unmatched_.find(key);
+  if (inbox == unmatched_.end()) {
+    const std::uint32_t r = posts_.acquire();
+    posts_[r] = Posted{bytes, &done, ~0u};
+    Fifo& f = posted_[key];
+    if (f.head == ~0u) f.head = r;
+    else posts_[f.tail].next = r;
+    f.tail = r;
     return;
   }
-  const std::uint32_t m = *it;
-  inbox.erase(it);
+  const std::uint32_t m = inbox->second.head;
+  inbox->second.head = pool_[m].next;
+  if (inbox->second.head == ~0u) unmatched_.erase(inbox);
+  --unmatched_count_[dst];
   match(m, bytes, done);
 }
 

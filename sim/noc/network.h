@@ -9,6 +9,7 @@
 // (a send done, a message delivered) lies at t + 1 or later and is notified for that cycle.
 #include <memory>
 #include <systemc>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/config/config.h"
@@ -34,7 +35,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   void stats(std::vector<ChannelStats*>& out) { transport_->stats(out); }
   std::uint64_t messages() const { return messages_; }
   // For deadlock reports: messages sent to `dst` and not received; packets still in the network.
-  std::size_t pending(std::uint32_t dst) const { return unmatched_[dst].size(); }
+  std::size_t pending(std::uint32_t dst) const { return unmatched_count_[dst]; }
   std::uint64_t in_flight() const { return transport_->in_flight(); }
   std::uint64_t hops() const { return transport_->hops(); }
 
@@ -47,12 +48,20 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
     Completion* received = nullptr;  // the matched receive, once posted
     Cycles arrival = kNever;
     bool delivered = false, matched = false;
+    std::uint32_t next = ~0u;  // the pair's next unmatched message
   };
   struct Posted {
-    std::uint32_t src;
-    Bytes bytes;
-    Completion* done;
+    Bytes bytes = 0;
+    Completion* done = nullptr;
+    std::uint32_t next = ~0u;
   };
+  // A FIFO threaded through a pool by `next` indices: messages sent and not yet matched, or
+  // receives posted and not yet matched, per (destination, source) pair: matching costs the same
+  // however many other cores talk to the destination.
+  struct Fifo {
+    std::uint32_t head = ~0u, tail = ~0u;
+  };
+  static std::uint64_t pair_key(std::uint32_t dst, std::uint32_t src) { return std::uint64_t{dst} << 32 | src; }
 
   void step();
   void wake_at(Cycles t);
@@ -63,8 +72,10 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
 
   std::unique_ptr<Transport> transport_;
   IndexPool<Message> pool_;
-  std::vector<std::vector<std::uint32_t>> unmatched_;  // per destination, in send order
-  std::vector<std::vector<Posted>> posted_;            // per destination, receives not yet matched
+  std::unordered_map<std::uint64_t, Fifo> unmatched_;  // by pair_key, in send order
+  std::unordered_map<std::uint64_t, Fifo> posted_;     // by pair_key, in posting order
+  IndexPool<Posted> posts_;
+  std::vector<std::size_t> unmatched_count_;           // per destination
   sc_core::sc_event wake_;
   std::uint64_t messages_ = 0;
 };
