@@ -14,7 +14,6 @@
 // port (IPU exchange). docs/hardware-model.md has the rules and the formulas.
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -53,27 +52,47 @@ class PacketNetwork : public Transport {
     std::uint32_t packet;
   };
   // Packets waiting for a channel, oldest first. Most leave from the front and arrive at the
-  // back; a packet coming back from being set aside is older and goes in near the front (a deque:
-  // neither end costs the length of the queue).
+  // back; a packet coming back from being set aside is older and goes in near the front. A vector
+  // with a moving front: both ends cost no more than the distance to the nearer end.
   class WaitQueue {
    public:
-    bool empty() const { return q_.empty(); }
-    const Waiting& front() const { return q_.front(); }
-    void pop_front() { q_.pop_front(); }
+    bool empty() const { return head_ == v_.size(); }
+    const Waiting& front() const { return v_[head_]; }
+    void pop_front() {
+      if (++head_ == v_.size()) {
+        v_.clear();
+        head_ = 0;
+      } else if (head_ > 64 && head_ * 2 > v_.size()) {
+        v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
     void insert(const Waiting& w) {
-      if (q_.empty() || !before(w, q_.back())) {
-        q_.push_back(w);
+      if (empty() || !before(w, v_.back())) {
+        v_.push_back(w);
         return;
       }
-      q_.insert(std::upper_bound(q_.begin(), q_.end(), w, before), w);
+      const auto first = v_.begin() + static_cast<std::ptrdiff_t>(head_);
+      const auto pos = std::upper_bound(first, v_.end(), w, before);
+      if (head_ > 0 && pos - first < v_.end() - pos) {  // shift the front part down a slot
+        std::move(first, pos, first - 1);
+        --head_;
+        *(pos - 1) = w;
+      } else {
+        v_.insert(pos, w);
+      }
     }
-    void clear() { q_.clear(); }
+    void clear() {
+      v_.clear();
+      head_ = 0;
+    }
 
    private:
     static bool before(const Waiting& a, const Waiting& b) {
       return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq;
     }
-    std::deque<Waiting> q_;
+    std::vector<Waiting> v_;
+    std::size_t head_ = 0;
   };
   // Packets set aside for room in one buffer, bound for one channel; `requeued`: bytes of them
   // sent back to the channel and not yet taken or set aside again (room already promised).
