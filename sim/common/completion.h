@@ -20,7 +20,6 @@ struct Completion {
 
   void reset() {
     at = kNever;
-    done.cancel();
     payload.reset();
     error.clear();
   }

@@ -52,10 +52,9 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
   // a receive already posted for it?
   const std::uint64_t key = pair_key(dst, src);
   auto posted = posted_.find(key);
-  if (posted != posted_.end()) {
+  if (posted != posted_.end() && posted->second.head != ~0u) {
     const std::uint32_t r = posted->second.head;
-    posted->second.head = posts_[r].next;
-    if (posted->second.head == ~0u) posted_.erase(posted);
+    posted->second.head = posts_[r].next;  // an empty entry stays: no allocation per message
     const Posted p = posts_[r];
     posts_.release(r);
     match(m, p.bytes, *p.done);
@@ -74,7 +73,7 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
 void Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) {
   const std::uint64_t key = pair_key(dst, src);
   auto inbox = unmatched_.find(key);
-  if (inbox == unmatched_.end()) {
+  if (inbox == unmatched_.end() || inbox->second.head == ~0u) {
     const std::uint32_t r = posts_.acquire();
     posts_[r] = Posted{bytes, &done, ~0u};
     Fifo& f = posted_[key];
@@ -85,7 +84,6 @@ void Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion
   }
   const std::uint32_t m = inbox->second.head;
   inbox->second.head = pool_[m].next;
-  if (inbox->second.head == ~0u) unmatched_.erase(inbox);
   --unmatched_count_[dst];
   match(m, bytes, done);
 }
