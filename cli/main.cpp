@@ -116,7 +116,12 @@ int main(int argc, char** argv) {
   bench_noc->add_option("--chips-config", nbopt.chips_config, "two-chip system for the cross-chip case")->capture_default_str();
   bench_noc->add_option("--measure", nbopt.measure_cycles, "measured cycles per traffic run")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and succeed; every bad argument is exit status 1
+    return app.exit(e) == 0 ? 0 : 1;
+  }
   try {
     if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional);
     if (gen_ring->parsed() || gen_a2a->parsed()) {

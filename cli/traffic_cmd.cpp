@@ -18,7 +18,8 @@ void add_traffic_options(CLI::App* cmd, TrafficArgs& a) {
   cmd->add_option("--rate", a.rates, "injection rate(s) per node per cycle in --unit (comma-separated)")
       ->delimiter(',');
   cmd->add_option("--sweep", a.sweep, "N rates evenly spaced up to 1.2 x the channel-load bound "
-                                      "(the default when no --rate is given: 12)");
+                                      "(the default when no --rate is given: 12)")
+      ->check(CLI::Range(1u, 1000u));
   cmd->add_option("--unit", a.unit, "unit of --rate: packets or flits")->capture_default_str();
   cmd->add_option("--warmup", a.spec.warmup_cycles, "cycles before the measured window")->capture_default_str();
   cmd->add_option("--measure", a.spec.measure_cycles, "cycles of the measured window")->capture_default_str();

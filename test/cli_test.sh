@@ -81,4 +81,6 @@ check "zero virtual channels is an error naming the field" "[ $? -eq 1 ] && grep
 # core 0 sends 2 KiB (512 cycles) while its matmul runs (558); core 1 receives at 542, sends it back
 # while computing (543 + 558 = 1101; the send is done at 1054, received at 1084). Blocking: 1612.
 check "asynchronous transfers overlap compute" "[ $? -eq 0 ] && grep -q '\"total_cycles\": 1101' $tmp/ov.json"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --sweep 0 >"$tmp/out" 2>"$tmp/err"
+check "a bad argument exits 1" "[ $? -eq 1 ] && grep -q 'not in range' $tmp/err"
 exit $fail
