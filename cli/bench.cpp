@@ -1,16 +1,16 @@
 #include "cli/bench.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <systemc>
 
+#include "cli/traffic_cmd.h"
 #include "compiler/compile.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/clock.h"
 #include "sim/simulate.h"
 #include "sim/traffic/traffic.h"
-
-#include <sys/resource.h>
 
 namespace tessera::cli {
 
@@ -126,12 +126,6 @@ double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-sim::Config with_model(const std::string& path, const char* model) {
-  Json j = read_json_file(path);
-  j["chip"]["mesh"]["model"] = model;
-  return sim::parse_config(j, path);
-}
-
 struct TrafficSpeed {
   double cpu, hops_per_s, cycles_per_s, rss_mib, accepted;
 };
@@ -166,7 +160,7 @@ void bench_levels(const NocBenchOptions& o) {
   constexpr double kNoximRates[3] = {0.001, 0.005, 0.01};
   double packet_hop_rate = 0;
   for (const char* model : {"packet", "flit"}) {
-    const sim::Config cfg = with_model(o.mesh_config, model);
+    const sim::Config cfg = load_config_at_level(o.mesh_config, model);
     sim::TrafficSpec s;
     s.measure_cycles = o.measure_cycles;
     s.rate_in_flits = true;

@@ -35,17 +35,17 @@ void add_traffic_options(CLI::App* cmd, TrafficArgs& a) {
   cmd->add_option("--plot", a.plot, "latency-throughput curve (PNG) with scripts/plot_traffic.py (python3-matplotlib)");
 }
 
-namespace {
-
-sim::Config traffic_config(const TrafficArgs& a) {
-  Json j = read_json_file(a.config);
-  if (!a.model.empty()) {
-    if (a.model != "packet" && a.model != "flit")
-      throw Error(fmt::format("--model: unknown model \"{}\" (expected packet or flit)", a.model));
-    if (j.contains("chip") && j["chip"].contains("mesh")) j["chip"]["mesh"]["model"] = a.model;
+sim::Config load_config_at_level(const std::string& path, const std::string& model) {
+  Json j = read_json_file(path);
+  if (!model.empty()) {
+    if (model != "packet" && model != "flit")
+      throw Error(fmt::format("--model: unknown model \"{}\" (expected packet or flit)", model));
+    if (j.contains("chip") && j["chip"].contains("mesh")) j["chip"]["mesh"]["model"] = model;
   }
-  return sim::parse_config(j, a.config);
+  return sim::parse_config(j, path);
 }
+
+namespace {
 
 void write_csv(const std::string& path, const std::vector<double>& rates, const std::vector<sim::TrafficPoint>& pts,
                const std::string& unit, double bound) {
@@ -64,7 +64,7 @@ void write_csv(const std::string& path, const std::vector<double>& rates, const 
 }  // namespace
 
 int traffic_cmd(TrafficArgs a) {
-  const sim::Config cfg = traffic_config(a);
+  const sim::Config cfg = load_config_at_level(a.config, a.model);
   if (a.unit != "packets" && a.unit != "flits")
     throw Error(fmt::format("--unit: unknown unit \"{}\" (expected packets or flits)", a.unit));
   a.spec.pattern = sim::parse_pattern(a.pattern);

@@ -16,6 +16,9 @@ struct TrafficArgs {
 };
 
 void add_traffic_options(CLI::App* cmd, TrafficArgs& a);
+// A config file with its mesh's level of detail set to `model` ("packet" or "flit"; empty: as
+// the file says).
+sim::Config load_config_at_level(const std::string& path, const std::string& model);
 // `tessera traffic`: synthetic traffic at one rate or a sweep; a table, the results JSON, a CSV
 // and a latency-throughput plot (docs/traffic.md).
 int traffic_cmd(TrafficArgs a);

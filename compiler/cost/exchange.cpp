@@ -23,7 +23,7 @@ class Run : public sim::TransportListener {
 
   void go() {
     for (std::size_t c = 0; c < sends_.size(); ++c) issue(static_cast<std::uint32_t>(c), 0);
-    for (Cycles t = net_.next_event(); t != sim::kNever; t = net_.next_event()) net_.advance(t);
+    for (Cycles t = net_.next_event(); t != kNever; t = net_.next_event()) net_.advance(t);
   }
   Cycles sent(std::size_t core) const { return sent_[core]; }
   Cycles arrived(std::size_t core) const { return arrived_[core]; }

@@ -7,8 +7,8 @@
 #include <systemc>
 
 #include "sim/common/clock.h"
+#include "sim/common/types.h"
 #include "sim/functional/data.h"
-#include "sim/noc/transport.h"
 
 namespace tessera::sim {
 

@@ -6,6 +6,7 @@ namespace tessera {
 
 using Cycles = std::uint64_t;
 using Bytes = std::uint64_t;
+constexpr Cycles kNever = ~Cycles{0};  // a cycle that never comes (nothing scheduled)
 
 enum class Dtype : std::uint8_t { Int8, Fp16, Fp32, Int32 };
 

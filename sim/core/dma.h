@@ -22,7 +22,6 @@ class DmaIf : public virtual sc_core::sc_interface {
   // Blocks until the transfer on `handle` is complete; returns what a receive carried. Throws
   // SimulationError when it cannot complete (a receive whose size differs from the send's).
   virtual std::shared_ptr<const Payload> wait(std::uint32_t handle) = 0;
-  virtual bool busy(std::uint32_t handle) const = 0;
 };
 
 class Dma : public sc_core::sc_module, public DmaIf {
@@ -35,7 +34,6 @@ class Dma : public sc_core::sc_module, public DmaIf {
   void recv(std::uint32_t handle, std::uint32_t src, Bytes bytes) override;
   void memory(std::uint32_t handle, Bytes bytes, bool write) override;
   std::shared_ptr<const Payload> wait(std::uint32_t handle) override;
-  bool busy(std::uint32_t handle) const override { return active_[handle]; }
 
  private:
   Completion& start(std::uint32_t handle);

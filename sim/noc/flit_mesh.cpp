@@ -5,14 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/noc/mesh_routing.h"
 #include "sim/results/trace.h"
 
 namespace tessera::sim {
-
-namespace {
-enum Dir { East, West, South, North };
-const char* kDirNames[4] = {"E", "W", "S", "N"};
-}  // namespace
 
 FlitMesh::FlitMesh(const Config& cfg, TraceRecorder* trace)
     : m_(*cfg.chip.mesh), nodes_(m_.rows * m_.cols), vcs_(m_.vcs), depth_(m_.vc_buffer_flits()),
@@ -33,16 +29,15 @@ FlitMesh::FlitMesh(const Config& cfg, TraceRecorder* trace)
     stats_.back().name = fmt::format("chip0.r{}c{}.eject", n / m_.cols, n % m_.cols);
   }
   link_.assign(std::size_t(nodes_) * 4, -1);
-  for (std::uint32_t n = 0; n < nodes_; ++n)
-    for (int d = 0; d < 4; ++d)
-      if (neighbour(n, d) != kNil) {
-        link_[n * 4 + d] = static_cast<int>(stats_.size());
-        stats_.emplace_back();
-        stats_.back().name = fmt::format("chip0.r{}c{}.{}", n / m_.cols, n % m_.cols, kDirNames[d]);
-      }
   next_.assign(std::size_t(nodes_) * 4, kNil);
   for (std::uint32_t n = 0; n < nodes_; ++n)
-    for (int d = 0; d < 4; ++d) next_[n * 4 + d] = neighbour(n, d);
+    for (int d = 0; d < 4; ++d) {
+      next_[n * 4 + d] = mesh_neighbour(m_, n, d);
+      if (next_[n * 4 + d] == kNoRouter) continue;
+      link_[n * 4 + d] = static_cast<int>(stats_.size());
+      stats_.emplace_back();
+      stats_.back().name = fmt::format("chip0.r{}c{}.{}", n / m_.cols, n % m_.cols, mesh_dir_name(d));
+    }
   eject_free_.assign(nodes_, 0);
   inject_free_.assign(nodes_, 0);
   queue_head_.assign(nodes_, kNil);
@@ -51,44 +46,6 @@ FlitMesh::FlitMesh(const Config& cfg, TraceRecorder* trace)
   rr_.assign(nodes_, 0);
   buffered_.assign(nodes_, 0);
   active_flag_.assign(nodes_, false);
-}
-
-// The router the link leaving `node` in direction `port` leads to, or kNil at a mesh edge.
-std::uint32_t FlitMesh::neighbour(std::uint32_t node, int port) const {
-  const std::uint32_t r = node / m_.cols, c = node % m_.cols;
-  const bool horizontal = port == East || port == West;
-  const std::uint32_t extent = horizontal ? m_.cols : m_.rows, pos = horizontal ? c : r;
-  const bool up = port == East || port == South;
-  if (extent < 2) return kNil;
-  if (!m_.torus && ((up && pos + 1 == extent) || (!up && pos == 0))) return kNil;
-  if (m_.torus && extent == 2 && !up) return kNil;  // a 2-ring has one link each way
-  const std::uint32_t next = up ? (pos + 1) % extent : (pos + extent - 1) % extent;
-  return horizontal ? r * m_.cols + next : next * m_.cols + c;
-}
-
-// Dimension order: along the row, then the column; on a torus the shorter way, ties increasing.
-int FlitMesh::route(std::uint32_t node, std::uint32_t dst) const {
-  const std::uint32_t r = node / m_.cols, c = node % m_.cols, tr = dst / m_.cols, tc = dst % m_.cols;
-  auto way = [&](std::uint32_t a, std::uint32_t b, std::uint32_t n, int up, int down) {
-    if (!m_.torus) return a < b ? up : down;
-    const std::uint32_t fwd = (b + n - a) % n;
-    return (fwd <= n - fwd || n == 2) ? up : down;
-  };
-  if (c != tc) return way(c, tc, m_.cols, East, West);
-  if (r != tr) return way(r, tr, m_.rows, South, North);
-  return kLocal;
-}
-
-bool FlitMesh::crosses_dateline(std::uint32_t node, int port) const {
-  if (!m_.torus) return false;
-  const std::uint32_t r = node / m_.cols, c = node % m_.cols;
-  switch (port) {
-    case East: return c + 1 == m_.cols;
-    case West: return c == 0;
-    case South: return r + 1 == m_.rows;
-    case North: return r == 0;
-  }
-  return false;
 }
 
 void FlitMesh::inject(std::uint64_t message, std::uint32_t src, std::uint32_t dst, Bytes bytes,
@@ -112,7 +69,7 @@ void FlitMesh::inject(std::uint64_t message, std::uint32_t src, std::uint32_t ds
   wheel_.push(when, {Kind::Inject, m, 0, false});
 }
 
-void FlitMesh::start_message(std::uint32_t m, Cycles) {
+void FlitMesh::start_message(std::uint32_t m) {
   const std::uint32_t src = messages_[m].src;
   const std::uint32_t first = messages_[m].first;
   std::uint32_t last = first;
@@ -163,7 +120,7 @@ void FlitMesh::cycle(Cycles t) {
     const Message &x = messages_[a], &y = messages_[b];
     return x.src != y.src ? x.src < y.src : x.order < y.order;
   });
-  for (std::uint32_t m : injects_) start_message(m, t);
+  for (std::uint32_t m : injects_) start_message(m);
   // routers do not interact within a cycle (flits and credits arrive at t + 1 or later), so the
   // order in which they are stepped does not change the outcome
   for (std::uint32_t n : next_active_) active_.push_back(n);
@@ -224,7 +181,8 @@ void FlitMesh::inject_flit(std::uint32_t node, Cycles t) {
 // Route and VC allocation for a head flit: an idle output VC of the packet's dateline class.
 bool FlitMesh::try_vc(std::uint32_t node, int in_port, std::uint32_t vc, const Flit& f) {
   InputVc& in = ivc(node, in_port, vc);
-  const int out = route(node, packets_[f.packet].dst);
+  const int next = mesh_next_dir(m_, node, packets_[f.packet].dst);
+  const int out = next < 0 ? kLocal : next;
   if (out == kLocal) {
     in.out_port = kLocal;
     return true;
@@ -232,7 +190,7 @@ bool FlitMesh::try_vc(std::uint32_t node, int in_port, std::uint32_t vc, const F
   std::uint32_t lo = 0, hi = vcs_;
   if (m_.torus) {
     const bool same_dimension = in_port != kLocal && (in_port / 2 == out / 2);
-    const bool class1 = crosses_dateline(node, out) || (same_dimension && vc >= vcs_ / 2);
+    const bool class1 = mesh_wraps(m_, node, out) || (same_dimension && vc >= vcs_ / 2);
     lo = class1 ? vcs_ / 2 : 0;
     hi = class1 ? vcs_ : vcs_ / 2;
   }
@@ -282,13 +240,11 @@ void FlitMesh::cross(std::uint32_t node, int in_port, std::uint32_t vc, Cycles t
   ++hops_;
   const int out = in.out_port;
   const std::uint32_t out_vc = in.out_vc;
-  if (f.tail) {
+  if (f.tail) {  // the VC is free for the next packet
     in.out_port = -1;
-    if (in_port != kLocal) in.in_use = false;
+    in.in_use = false;
   }
-  if (in_port == kLocal) {
-    if (f.tail) in.in_use = false;
-  } else {  // the credit goes back to the router this flit came from
+  if (in_port != kLocal) {  // the credit goes back to the router this flit came from
     const std::uint32_t up = next_[node * 4 + (in_port ^ 1)];  // E<->W, S<->N
     wheel_.push(t + 1, {Kind::Credit, up * kPorts + in_port, vc, f.tail});
   }
@@ -317,7 +273,6 @@ void FlitMesh::cross(std::uint32_t node, int in_port, std::uint32_t vc, Cycles t
   InputVc& din = ivc(down, out, out_vc);
   ring(down, out, out_vc)[(din.first + din.count) % depth_] = {t + hop_cycles_, f.packet, f.head, f.tail};
   ++din.count;
-  if (f.head) din.in_use = true;
   ++buffered_[down];
   activate(down);
   ChannelStats& s = stats_[static_cast<std::size_t>(link_[node * 4 + out])];

@@ -52,7 +52,8 @@ class FlitMesh : public Transport {
     std::uint32_t first = 0, count = 0;  // ring in flits_
     std::int8_t out_port = -1;           // allocated route (head seen), -1 before
     std::uint8_t out_vc = 0;
-    bool in_use = false;                 // holds a packet whose tail has not left
+    bool in_use = false;                 // local port: the interface is filling it, or a packet's
+                                         // tail has not left
   };
   struct OutputVc {
     std::uint32_t credits = 0;
@@ -78,14 +79,11 @@ class FlitMesh : public Transport {
   };
 
   void cycle(Cycles t);
-  void start_message(std::uint32_t m, Cycles t);
+  void start_message(std::uint32_t m);
   void inject_flit(std::uint32_t node, Cycles t);
   void step_router(std::uint32_t node, Cycles t);
   bool try_vc(std::uint32_t node, int in_port, std::uint32_t vc, const Flit& f);
   void cross(std::uint32_t node, int in_port, std::uint32_t vc, Cycles t);
-  int route(std::uint32_t node, std::uint32_t dst) const;
-  bool crosses_dateline(std::uint32_t node, int port) const;
-  std::uint32_t neighbour(std::uint32_t node, int port) const;
   void activate(std::uint32_t node);
   InputVc& ivc(std::uint32_t node, int port, std::uint32_t vc) { return ivcs_[(node * kPorts + port) * vcs_ + vc]; }
   OutputVc& ovc(std::uint32_t node, int port, std::uint32_t vc) { return ovcs_[(node * kPorts + port) * vcs_ + vc]; }

@@ -12,7 +12,7 @@ Cycles ceil_fp(std::int64_t fp, std::int64_t frac) { return static_cast<Cycles>(
 }  // namespace
 
 PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace)
-    : cfg_(cfg), topo_(cfg), trace_(trace) {
+    : topo_(cfg), trace_(trace) {
   for (const ChannelSpec& s : topo_.channels()) {
     Channel ch;
     ch.bytes_per_cycle = s.bytes_per_cycle;
@@ -24,9 +24,7 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace)
   for (const BufferSpec& s : topo_.buffers()) {
     Buffer b;
     b.capacity = s.capacity_bytes;
-    b.feeders = s.feeders;
-    for (std::uint32_t f : b.feeders)
-      b.read_bytes_per_cycle = std::max(b.read_bytes_per_cycle, channels_[f].bytes_per_cycle);
+    b.read_bytes_per_cycle = s.fill_bytes_per_cycle;
     buffers_.push_back(std::move(b));
   }
   const std::uint32_t cores = cfg.total_cores();
@@ -64,7 +62,6 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   Message& msg = messages_[m];
   msg.id = message;
   msg.src = src;
-  msg.dst = dst;
   msg.route.clear();
   msg.coupled = topo_.route(src, dst, msg.route);
   const Bytes pb = topo_.packet_bytes(src, dst);
@@ -101,11 +98,12 @@ void PacketNetwork::process_cycle(Cycles t) {
         case Kind::ReadFree: unpark_for_read(e.a); break;
         case Kind::TxEnd:
           mark(e.a);
-          if (e.b == kNoBuffer && e.c != kNil) mark(e.c);
-          if (e.b != kNoBuffer) {
+          if (e.b != kNoBuffer) {  // the tail left that buffer: its room and read port are free
             buffers_[e.b].used[e.cls] -= e.c;
             unpark_for_room(e.b);
             unpark_for_read(e.b);
+          } else if (e.c != kNil) {  // an exchange message's receive port
+            mark(e.c);
           }
           break;
       }
@@ -333,8 +331,9 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   } else {
     msg.arrival = std::max(msg.arrival, end + ch.latency);
     --live_packets_;
+    const std::uint32_t m = pk.msg;
     packets_.release(p);
-    if (--msg.outstanding == 0 && msg.unsent == 0) finish(pk.msg);
+    if (--msg.outstanding == 0 && msg.unsent == 0) finish(m);
   }
   // Last, as they may grow the pools (a listener may inject): `pk` and `msg` are not used after.
   if (first_hop && last_packet && listener_) listener_->sent(id, end);
@@ -366,10 +365,10 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
   wheel_.push(end, {s, kNoBuffer, r, Kind::TxEnd, 0});
   msg.arrival = end + S.latency + R.latency;
   --live_packets_;
-  packets_.release(p);
-  --msg.outstanding;
   const std::uint32_t src = msg.src, m = pk.msg;
   const std::uint64_t id = msg.id;
+  packets_.release(p);
+  --msg.outstanding;
   // Last, as they may grow the pools (a listener may inject): `pk` and `msg` are not used after.
   if (listener_) listener_->sent(id, end);
   finish(m);
@@ -377,8 +376,10 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
 }
 
 void PacketNetwork::finish(std::uint32_t m) {
+  const std::uint64_t id = messages_[m].id;
+  const Cycles arrival = messages_[m].arrival;
   messages_.release(m);
-  if (listener_) listener_->delivered(messages_[m].id, messages_[m].arrival);
+  if (listener_) listener_->delivered(id, arrival);  // last: a listener may inject and reuse m
 }
 
 void PacketNetwork::stats(std::vector<ChannelStats*>& out) {

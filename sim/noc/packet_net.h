@@ -115,7 +115,6 @@ class PacketNetwork : public Transport {
   struct Buffer {
     Bytes capacity;
     Bytes used[2] = {0, 0};
-    std::vector<std::uint32_t> feeders;
     // A buffer is read by one packet at a time (a router input port has one crossbar input):
     // the end of the last read.
     std::int64_t read_free_fp = 0;
@@ -125,13 +124,13 @@ class PacketNetwork : public Transport {
     // buffers costs nothing per grant.
     std::vector<Parked> parked_for_room;
     std::vector<std::pair<std::uint32_t, Waiting>> parked_for_read;
-    // Its read port moves a packet at least as fast as the packet came in (the fastest feeder):
-    // a packet leaving into a slower channel (a core's ejection port) holds it no longer.
+    // Its read port moves a packet at least as fast as the packet came in (its fastest feeding
+    // channel): a packet leaving into a slower channel (a core's ejection port) holds it no longer.
     double read_bytes_per_cycle = 0;
   };
   struct Message {
     std::uint64_t id = 0;
-    std::uint32_t src = 0, dst = 0;
+    std::uint32_t src = 0;
     Bytes unsent = 0;           // bytes not yet cut into packets
     Bytes packet_bytes = 0;
     std::uint32_t outstanding = 0;  // packets not yet delivered
@@ -179,7 +178,6 @@ class PacketNetwork : public Transport {
   void finish(std::uint32_t message);
   std::int64_t duration_fp(Channel& ch, Bytes bytes) const;
 
-  const Config& cfg_;
   NetTopology topo_;
   TraceRecorder* trace_;
   TransportListener* listener_ = nullptr;

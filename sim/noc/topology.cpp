@@ -2,13 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "sim/common/error.h"
+#include "sim/noc/mesh_routing.h"
 
 namespace tessera::sim {
 
 namespace {
 constexpr std::uint32_t kNone = ~0u;
-const char* kDirNames[4] = {"E", "W", "S", "N"};
 }  // namespace
 
 NetTopology::NetTopology(const Config& cfg) : cfg_(cfg), chips_(cfg.system.chips) {
@@ -24,8 +23,8 @@ std::uint32_t NetTopology::add_channel(std::string name, double rate, Cycles lat
   return static_cast<std::uint32_t>(channels_.size() - 1);
 }
 
-std::uint32_t NetTopology::add_buffer(Bytes capacity) {
-  buffers_.push_back({capacity, {}});
+std::uint32_t NetTopology::add_buffer(Bytes capacity, double fill_bytes_per_cycle) {
+  buffers_.push_back({capacity, fill_bytes_per_cycle});
   return static_cast<std::uint32_t>(buffers_.size() - 1);
 }
 
@@ -41,11 +40,8 @@ void NetTopology::build_exchange(std::uint32_t chip) {
   // Cross-chip packets only: a core's outbound queue towards the chip links (fed by its send
   // port) and its inbound queue in front of its receive port (fed by the links into the chip).
   ch.first_buffer = static_cast<std::uint32_t>(buffers_.size());
-  for (std::uint32_t i = 0; i < n; ++i) {
-    add_buffer(cfg_.system.buffer_bytes);
-    buffers_.back().feeders.push_back(ch.first_channel + i);
-  }
-  for (std::uint32_t i = 0; i < n; ++i) add_buffer(cfg_.system.buffer_bytes);  // feeders: links
+  for (std::uint32_t i = 0; i < n; ++i) add_buffer(cfg_.system.buffer_bytes, e.send_bytes_per_cycle);
+  for (std::uint32_t i = 0; i < n; ++i) add_buffer(cfg_.system.buffer_bytes, cfg_.system.link_bytes_per_cycle);
 }
 
 void NetTopology::build_mesh(std::uint32_t chip) {
@@ -59,30 +55,16 @@ void NetTopology::build_mesh(std::uint32_t chip) {
   for (std::uint32_t n = 0; n < nodes; ++n)
     add_channel(fmt::format("chip{}.r{}c{}.eject", chip, n / m.cols, n % m.cols), m.ni_bytes_per_cycle, 0);
   ch.first_buffer = static_cast<std::uint32_t>(buffers_.size());
-  for (std::uint32_t n = 0; n < nodes; ++n) {
-    add_buffer(m.buffer_bytes);  // the router's input buffer from its core
-    buffers_.back().feeders.push_back(ch.first_channel + n);
-  }
+  for (std::uint32_t n = 0; n < nodes; ++n) add_buffer(m.buffer_bytes, m.ni_bytes_per_cycle);  // from its core
   ch.link.assign(std::size_t(nodes) * 4, kNone);
   ch.link_buf.assign(std::size_t(nodes) * 4, kNone);
-  for (std::uint32_t n = 0; n < nodes; ++n) {
-    const std::uint32_t r = n / m.cols, c = n % m.cols;
+  for (std::uint32_t n = 0; n < nodes; ++n)
     for (int d = 0; d < 4; ++d) {
-      const bool horizontal = d == East || d == West;
-      const std::uint32_t extent = horizontal ? m.cols : m.rows;
-      const std::uint32_t pos = horizontal ? c : r;
-      const bool up = d == East || d == South;
-      if (extent < 2) continue;
-      if (!m.torus && ((up && pos + 1 == extent) || (!up && pos == 0))) continue;
-      if (m.torus && extent == 2 && !up) continue;  // a 2-ring has one link each way
-      const std::uint32_t l = add_channel(fmt::format("chip{}.r{}c{}.{}", chip, r, c, kDirNames[d]),
-                                          m.link_bytes_per_cycle,
-                                          m.link_latency_cycles + m.router_latency_cycles);
-      ch.link[n * 4 + d] = l;
-      ch.link_buf[n * 4 + d] = add_buffer(m.buffer_bytes);
-      buffers_.back().feeders.push_back(l);
+      if (mesh_neighbour(m, n, d) == kNoRouter) continue;
+      ch.link[n * 4 + d] = add_channel(fmt::format("chip{}.r{}c{}.{}", chip, n / m.cols, n % m.cols, mesh_dir_name(d)),
+                                       m.link_bytes_per_cycle, m.link_latency_cycles + m.router_latency_cycles);
+      ch.link_buf[n * 4 + d] = add_buffer(m.buffer_bytes, m.link_bytes_per_cycle);
     }
-  }
 }
 
 void NetTopology::build_chip_links() {
@@ -95,12 +77,7 @@ void NetTopology::build_chip_links() {
     const std::uint32_t l = add_channel(fmt::format("link.chip{}->chip{}", a, b), s.link_bytes_per_cycle,
                                         s.link_latency_cycles);
     chip_link_[a * n + b] = l;
-    chip_link_buf_[a * n + b] = add_buffer(s.buffer_bytes);
-    buffers_.back().feeders.push_back(l);
-    // on an exchange chip the link also feeds every receive port's inbound queue
-    if (cfg_.chip.exchange)
-      for (std::uint32_t i = 0; i < cfg_.chip.cores; ++i)
-        buffers_[chips_[b].first_buffer + cfg_.chip.cores + i].feeders.push_back(l);
+    chip_link_buf_[a * n + b] = add_buffer(s.buffer_bytes, s.link_bytes_per_cycle);
   };
   for (std::uint32_t a = 0; a < n; ++a) {
     if (s.topology == sim::Topology::FullyConnected) {
@@ -112,41 +89,22 @@ void NetTopology::build_chip_links() {
   }
 }
 
-void NetTopology::dimension(std::uint32_t a, std::uint32_t b, std::uint32_t n, Dir up, Dir down,
-                         std::uint32_t& steps, Dir& dir) const {
-  if (!cfg_.chip.mesh->torus) {
-    steps = a < b ? b - a : a - b;
-    dir = a < b ? up : down;
-    return;
-  }
-  const std::uint32_t fwd = (b + n - a) % n;  // ties go the "up" way, for determinism
-  if (fwd <= n - fwd || n == 2) { steps = fwd; dir = up; }
-  else { steps = n - fwd; dir = down; }
-}
-
+// Dateline: a hop that wraps round a torus dimension, and every later hop in that dimension,
+// waits in class 1.
 void NetTopology::mesh_route(std::uint32_t chip, std::uint32_t from, std::uint32_t to,
-                          std::vector<Hop>& out) const {
+                             std::vector<Hop>& out) const {
   const MeshConfig& m = *cfg_.chip.mesh;
   const Chip& ch = chips_[chip];
-  std::uint32_t r = from / m.cols, c = from % m.cols;
-  const std::uint32_t tr = to / m.cols, tc = to % m.cols;
-  // Dateline: a hop that wraps round a torus dimension, and every later hop in that dimension,
-  // waits in class 1.
-  auto walk = [&](std::uint32_t& pos, std::uint32_t target, std::uint32_t extent, Dir up, Dir down) {
-    std::uint32_t steps;
-    Dir d;
-    dimension(pos, target, extent, up, down, steps, d);
-    std::uint8_t cls = 0;
-    for (std::uint32_t i = 0; i < steps; ++i) {
-      const std::uint32_t node = r * m.cols + c;
-      const std::uint32_t next = d == up ? (pos + 1) % extent : (pos + extent - 1) % extent;
-      if ((d == up && next == 0) || (d == down && pos == 0)) cls = 1;
-      out.push_back({ch.link[node * 4 + d], ch.link_buf[node * 4 + d], cls});
-      pos = next;
+  std::uint8_t cls = 0;
+  int dimension = -1;
+  mesh_walk(m, from, to, [&](std::uint32_t node, int d) {
+    if (d / 2 != dimension) {
+      dimension = d / 2;
+      cls = 0;
     }
-  };
-  walk(c, tc, m.cols, East, West);
-  walk(r, tr, m.rows, South, North);
+    if (mesh_wraps(m, node, d)) cls = 1;
+    out.push_back({ch.link[node * 4 + d], ch.link_buf[node * 4 + d], cls});
+  });
 }
 
 void NetTopology::chips_route(std::uint32_t from, std::uint32_t to, std::vector<Hop>& out) const {

@@ -30,8 +30,8 @@ struct ChannelSpec {
 };
 
 struct BufferSpec {
-  Bytes capacity_bytes;                // per class
-  std::vector<std::uint32_t> feeders;  // channels that put packets into it
+  Bytes capacity_bytes;         // per class
+  double fill_bytes_per_cycle;  // the rate of the fastest channel that puts packets into it
 };
 
 class NetTopology {
@@ -49,7 +49,6 @@ class NetTopology {
   Bytes packet_bytes(std::uint32_t src, std::uint32_t dst) const;
 
  private:
-  enum Dir { East, West, South, North };
   struct Chip {
     std::uint32_t first_channel = 0;  // exchange: send i = first + i, recv i = first + cores + i
                                       // mesh: inject i, eject i = first + cores + i
@@ -59,13 +58,10 @@ class NetTopology {
   };
 
   std::uint32_t add_channel(std::string name, double rate, Cycles latency);
-  std::uint32_t add_buffer(Bytes capacity);
+  std::uint32_t add_buffer(Bytes capacity, double fill_bytes_per_cycle);
   void build_exchange(std::uint32_t chip);
   void build_mesh(std::uint32_t chip);
   void build_chip_links();
-  // Along one mesh dimension of extent n from a to b: steps and direction.
-  void dimension(std::uint32_t a, std::uint32_t b, std::uint32_t n, Dir up, Dir down,
-                 std::uint32_t& steps, Dir& dir) const;
   // Mesh links from local router `from` to `to` on `chip`.
   void mesh_route(std::uint32_t chip, std::uint32_t from, std::uint32_t to, std::vector<Hop>& out) const;
   void chips_route(std::uint32_t from, std::uint32_t to, std::vector<Hop>& out) const;

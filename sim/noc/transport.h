@@ -10,15 +10,12 @@
 // later one; every cycle reported by a listener call made while advancing cycle t is > t, so a
 // SystemC wrapper that advances cycle t half a cycle after t can always notify in the future.
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "sim/common/types.h"
 
 namespace tessera::sim {
-
-constexpr Cycles kNever = std::numeric_limits<Cycles>::max();
 
 // Statistics of one channel (a port, link or memory channel) for the results document.
 struct ChannelStats {

@@ -23,6 +23,19 @@ std::uint32_t hotspot_of(const MeshConfig& m, const TrafficSpec& s) {
   return s.hotspot_core != ~0u ? s.hotspot_core : (m.rows / 2) * m.cols + m.cols / 2;
 }
 
+// The destination of `src` under a pattern that fixes it (transpose, bit-complement, neighbour).
+std::uint32_t fixed_destination(const Config& cfg, Pattern p, std::uint32_t src) {
+  const MeshConfig& m = *cfg.chip.mesh;
+  switch (p) {
+    case Pattern::Transpose: return (src % m.cols) * m.cols + src / m.cols;
+    case Pattern::BitComplement: return (cfg.chip.cores - 1) ^ src;
+    case Pattern::Neighbour:
+      return m.cols > 1 ? (src / m.cols) * m.cols + (src % m.cols + 1) % m.cols
+                        : ((src / m.cols + 1) % m.rows) * m.cols;
+    default: return src;
+  }
+}
+
 // Destinations of `src` with their probabilities (the pattern's distribution).
 void destinations(const Config& cfg, const TrafficSpec& s, std::uint32_t src,
                   std::vector<std::pair<std::uint32_t, double>>& out) {
@@ -35,15 +48,10 @@ void destinations(const Config& cfg, const TrafficSpec& s, std::uint32_t src,
   };
   switch (s.pattern) {
     case Pattern::Uniform: uniform(1.0); break;
-    case Pattern::Transpose: {
-      const std::uint32_t d = (src % m.cols) * m.cols + src / m.cols;
-      if (d != src) out.push_back({d, 1.0});
-      break;
-    }
-    case Pattern::BitComplement: out.push_back({(n - 1) ^ src, 1.0}); break;
+    case Pattern::Transpose:
+    case Pattern::BitComplement:
     case Pattern::Neighbour: {
-      const std::uint32_t r = src / m.cols, c = src % m.cols;
-      const std::uint32_t d = m.cols > 1 ? r * m.cols + (c + 1) % m.cols : ((r + 1) % m.rows) * m.cols;
+      const std::uint32_t d = fixed_destination(cfg, s.pattern, src);
       if (d != src) out.push_back({d, 1.0});
       break;
     }
@@ -117,25 +125,19 @@ class Driver : public TransportListener {
 };
 
 std::uint32_t Driver::destination(std::uint32_t src) {
-  const MeshConfig& m = *cfg_.chip.mesh;
   auto uniform = [&] {
     const std::uint32_t d = rng_.below(nodes_ - 1);
     return d >= src ? d + 1 : d;
   };
   switch (spec_.pattern) {
     case Pattern::Uniform: return uniform();
-    case Pattern::Transpose: return (src % m.cols) * m.cols + src / m.cols;
-    case Pattern::BitComplement: return (nodes_ - 1) ^ src;
-    case Pattern::Neighbour:
-      return m.cols > 1 ? (src / m.cols) * m.cols + (src % m.cols + 1) % m.cols
-                        : ((src / m.cols + 1) % m.rows) * m.cols;
     case Pattern::Hotspot: {
-      const std::uint32_t h = hotspot_of(m, spec_);
+      const std::uint32_t h = hotspot_of(*cfg_.chip.mesh, spec_);
       if (src != h && rng_.real() < spec_.hotspot_fraction) return h;
       return uniform();
     }
+    default: return fixed_destination(cfg_, spec_.pattern, src);
   }
-  return src;
 }
 
 // Every node whose next injection is at cycle t injects one packet, in node order.

@@ -37,7 +37,7 @@ Cycles zero_load(const sim::Config& cfg, std::uint32_t src, std::uint32_t dst, B
   Arrival a;
   net->set_listener(&a);
   net->inject(0, src, dst, bytes, 0);
-  for (Cycles t = net->next_event(); t != sim::kNever; t = net->next_event()) net->advance(t);
+  for (Cycles t = net->next_event(); t != kNever; t = net->next_event()) net->advance(t);
   return a.delivered_at;
 }
 
