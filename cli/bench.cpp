@@ -181,7 +181,7 @@ void bench_levels(const NocBenchOptions& o) {
     }
     s.rate_in_flits = false;
     const Cycles window = s.measure_cycles;
-    s.measure_cycles = std::max<Cycles>(window, 200000);  // long enough to leave set-up out
+    s.measure_cycles = std::max<Cycles>(window, 1000000);  // long enough to leave set-up and noise out
     for (int i = 0; i < 3; ++i) {
       s.rate = kNoximRates[i];
       const TrafficSpeed t = traffic_speed(cfg, s);
