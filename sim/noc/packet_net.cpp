@@ -37,12 +37,16 @@ void PacketNetwork::reset() {
   for (Channel& ch : channels_) {
     ch.free_fp = ch.busy_fp = 0;
     ch.held = ch.dirty = false;
+    ch.wake_at = kNever;
     ch.waiting.clear();
   }
   for (ChannelStats& st : stats_) st.bytes = st.busy_cycles = st.transfers = 0;
   for (Buffer& b : buffers_) {
     b.used[0] = b.used[1] = 0;
     b.read_free_fp = 0;
+    b.releases.clear();
+    b.release_min = b.room_wake_at = b.read_wake_at = kNever;
+    b.parked_room = 0;
     b.parked_for_room.clear();
     b.parked_for_read.clear();
   }
@@ -71,7 +75,7 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   msg.arrival = 0;
   msg.next = kNil;
   msg.order = order_++;
-  wheel_.push(when, {m, 0, kNil, Kind::Inject, 0});
+  wheel_.push(when, {m, kNil, Kind::Inject});
 }
 
 void PacketNetwork::advance(Cycles t) {
@@ -83,8 +87,8 @@ void PacketNetwork::advance(Cycles t) {
 }
 
 // All events of cycle t first (channels and buffer space freed, heads arrived, messages
-// injected), then the arbitration of every channel they touched; grants that cause more events
-// in the same cycle (zero-latency hops) go round again.
+// injected), then the arbitration of every channel they touched, in channel order; grants that
+// cause more events in the same cycle (zero-latency hops) go round again.
 void PacketNetwork::process_cycle(Cycles t) {
   for (;;) {
     now_events_.clear();
@@ -95,16 +99,21 @@ void PacketNetwork::process_cycle(Cycles t) {
       switch (e.kind) {
         case Kind::Inject: injects_.push_back(e.a); break;
         case Kind::Ready: wait_at(e.a, t); break;
-        case Kind::ReadFree: unpark_for_read(e.a); break;
-        case Kind::TxEnd:
+        case Kind::ChannelFree:
+          if (channels_[e.a].wake_at == t) channels_[e.a].wake_at = kNever;
           mark(e.a);
-          if (e.b != kNoBuffer) {  // the tail left that buffer: its room and read port are free
-            buffers_[e.b].used[e.cls] -= e.c;
-            unpark_for_room(e.b);
-            unpark_for_read(e.b);
-          } else if (e.c != kNil) {  // an exchange message's receive port
-            mark(e.c);
-          }
+          break;
+        case Kind::RoomBack:
+          if (buffers_[e.a].room_wake_at == t) buffers_[e.a].room_wake_at = kNever;
+          unpark_for_room(e.a, t);
+          break;
+        case Kind::ReadFree:
+          if (buffers_[e.a].read_wake_at == t) buffers_[e.a].read_wake_at = kNever;
+          unpark_for_read(e.a);
+          break;
+        case Kind::CoupledEnd:  // an exchange message's send and receive ports
+          mark(e.a);
+          mark(e.c);
           break;
       }
     }
@@ -114,14 +123,21 @@ void PacketNetwork::process_cycle(Cycles t) {
     };
     if (injects_.size() > 1) std::sort(injects_.begin(), injects_.end(), by_source);
     for (std::uint32_t m : injects_) start_message(m, t);
-    // Channels are arbitrated in the order they were touched: a fixed order, since the events
-    // of a cycle come in a fixed order; contenders for one channel are ordered by age anyway.
-    grants_.swap(dirty_);
-    dirty_.clear();
-    for (std::uint32_t c : grants_) {
-      channels_[c].dirty = false;
-      try_grant(c, t);
+    // Channels are arbitrated oldest first too, by the oldest packet waiting for each (whatever
+    // order their events came in): when two channels want one buffer's read port in the same
+    // cycle, the one with the older packet gets it.
+    grants_.clear();
+    for (std::uint32_t c : dirty_) {
+      Channel& ch = channels_[c];
+      ch.dirty = false;
+      if (!ch.waiting.empty()) grants_.push_back({ch.waiting.front().ready, ch.waiting.front().seq, c});
     }
+    dirty_.clear();
+    if (grants_.size() > 1)
+      std::sort(grants_.begin(), grants_.end(), [](const Waiting& a, const Waiting& b) {
+        return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq;
+      });
+    for (const Waiting& g : grants_) try_grant(g.packet, t);  // `packet` holds the channel here
   }
 }
 
@@ -167,9 +183,52 @@ void PacketNetwork::wait_at(std::uint32_t p, Cycles ready) {
   const Packet& pk = packets_[p];
   const std::uint32_t c = pk.route[pk.hop].channel;
   channels_[c].waiting.insert({ready, pk.seq, p});
-  // a busy or held channel is looked at again when its transmission ends
+  // a busy channel is looked at again when its transmission ends; a held one when the exchange
+  // message holding it has gone
   const Channel& ch = channels_[c];
-  if (!ch.held && ceil_fp(ch.free_fp, kFrac) <= ready) mark(c);
+  if (ch.held) return;
+  const Cycles free = ceil_fp(ch.free_fp, kFrac);
+  if (free <= ready) mark(c);
+  else wake_channel(c, free);
+}
+
+void PacketNetwork::wake_channel(std::uint32_t c, Cycles at) {
+  Channel& ch = channels_[c];
+  if (ch.wake_at <= at) return;  // an earlier wake looks again and comes back here if need be
+  ch.wake_at = at;
+  wheel_.push(at, {c, kNil, Kind::ChannelFree});
+}
+
+void PacketNetwork::wake_for_room(std::uint32_t b, Cycles at) {
+  Buffer& buf = buffers_[b];
+  if (buf.room_wake_at <= at) return;
+  buf.room_wake_at = at;
+  wheel_.push(at, {b, kNil, Kind::RoomBack});
+}
+
+// Room whose tail left by cycle t comes back.
+void PacketNetwork::settle(Buffer& b, Cycles t) {
+  if (b.release_min > t) return;
+  Cycles next = kNever;
+  for (std::size_t i = 0; i < b.releases.size();) {
+    const Release& r = b.releases[i];
+    if (r.at <= t) {
+      b.used[r.cls] -= r.bytes;
+      b.releases[i] = b.releases.back();
+      b.releases.pop_back();
+    } else {
+      next = std::min(next, r.at);
+      ++i;
+    }
+  }
+  b.release_min = next;
+}
+
+void PacketNetwork::release(std::uint32_t b, const Release& r) {
+  Buffer& buf = buffers_[b];
+  buf.releases.push_back(r);
+  buf.release_min = std::min(buf.release_min, r.at);
+  if (buf.parked_room > 0) wake_for_room(b, r.at);
 }
 
 void PacketNetwork::mark(std::uint32_t c) {
@@ -178,10 +237,12 @@ void PacketNetwork::mark(std::uint32_t c) {
   dirty_.push_back(c);
 }
 
-bool PacketNetwork::fits(const Packet& pk) const {
+bool PacketNetwork::fits(const Packet& pk, Cycles t) {
   const Hop& h = pk.route[pk.hop];
   if (h.buffer == kNoBuffer) return true;
-  const Buffer& b = buffers_[h.buffer];
+  Buffer& b = buffers_[h.buffer];
+  if (b.used[h.cls] + pk.bytes <= b.capacity) return true;
+  settle(b, t);
   return b.used[h.cls] + pk.bytes <= b.capacity;
 }
 
@@ -197,7 +258,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
       parked(pk.requeued_from, c).requeued[pk.route[pk.hop].cls] -= pk.bytes;
       pk.requeued_from = kNoBuffer;
     }
-    if (!fits(pk)) {
+    if (!fits(pk, t)) {
       park_for_room(c, w);
       continue;
     }
@@ -217,6 +278,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
     }
     grant(w.packet, w.ready, c, t);
   }
+  if (!ch.held && !ch.waiting.empty()) wake_channel(c, ceil_fp(ch.free_fp, kFrac));
 }
 
 bool PacketNetwork::readable(const Packet& pk, Cycles t) const {
@@ -235,12 +297,24 @@ PacketNetwork::Parked& PacketNetwork::parked(std::uint32_t b, std::uint32_t c) {
 
 void PacketNetwork::park_for_room(std::uint32_t c, const Waiting& w) {
   const Packet& pk = packets_[w.packet];
-  parked(pk.route[pk.hop].buffer, c).queue.insert(w);
+  const std::uint32_t b = pk.route[pk.hop].buffer;
+  parked(b, c).queue.insert(w);
+  Buffer& buf = buffers_[b];
+  ++buf.parked_room;
+  if (buf.release_min != kNever) wake_for_room(b, buf.release_min);
+  // else: room comes back only once a packet in the buffer is granted; release() wakes it then
 }
 
 void PacketNetwork::park_for_read(std::uint32_t c, const Waiting& w) {
   const Packet& pk = packets_[w.packet];
-  buffers_[pk.route[pk.hop - 1].buffer].parked_for_read.push_back({c, w});
+  const std::uint32_t b = pk.route[pk.hop - 1].buffer;
+  Buffer& buf = buffers_[b];
+  buf.parked_for_read.push_back({c, w});
+  const Cycles at = ceil_fp(buf.read_free_fp, kFrac);
+  if (buf.read_wake_at > at) {
+    buf.read_wake_at = at;
+    wheel_.push(at, {b, kNil, Kind::ReadFree});
+  }
 }
 
 void PacketNetwork::requeue(std::uint32_t c, const Waiting& w) {
@@ -250,8 +324,9 @@ void PacketNetwork::requeue(std::uint32_t c, const Waiting& w) {
 
 // Room came back: per channel, the oldest packets set aside that the room takes (as if each
 // channel had it all, less what was already sent back) wait for their channel again.
-void PacketNetwork::unpark_for_room(std::uint32_t b) {
+void PacketNetwork::unpark_for_room(std::uint32_t b, Cycles t) {
   Buffer& buf = buffers_[b];
+  settle(buf, t);
   for (Parked& p : buf.parked_for_room) {
     while (!p.queue.empty()) {
       const Waiting w = p.queue.front();
@@ -261,9 +336,11 @@ void PacketNetwork::unpark_for_room(std::uint32_t b) {
       p.requeued[cls] += pk.bytes;
       pk.requeued_from = b;
       p.queue.pop_front();
+      --buf.parked_room;
       requeue(p.channel, w);
     }
   }
+  if (buf.parked_room > 0 && buf.release_min != kNever) wake_for_room(b, buf.release_min);
 }
 
 void PacketNetwork::unpark_for_read(std::uint32_t b) {
@@ -301,9 +378,6 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     const auto read_fp = static_cast<std::int64_t>(
         std::ceil(static_cast<double>(pk.bytes) * kFrac / std::max(from->read_bytes_per_cycle, ch.bytes_per_cycle)));
     from->read_free_fp = std::max(start_fp + read_fp, now_fp + 1);
-    // the read port frees before the transmission ends: look at its waiting packets then
-    if (from->read_free_fp < end_fp)
-      wheel_.push(ceil_fp(from->read_free_fp, kFrac), {prev->buffer, 0, kNil, Kind::ReadFree, 0});
   }
   ch.busy_fp += dur_fp;
   ChannelStats& st = stats_[c];
@@ -312,10 +386,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   ++hops_;
   if (h.buffer != kNoBuffer) buffers_[h.buffer].used[h.cls] += pk.bytes;
   const Cycles end = ceil_fp(end_fp, kFrac);
-  if (prev && prev->buffer != kNoBuffer)
-    wheel_.push(end, {c, prev->buffer, static_cast<std::uint32_t>(pk.bytes), Kind::TxEnd, prev->cls});
-  else
-    wheel_.push(end, {c, kNoBuffer, kNil, Kind::TxEnd, 0});
+  if (from) release(prev->buffer, {end, pk.bytes, prev->cls});  // the tail leaves at `end`
   if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
   const std::uint32_t src = msg.src;
@@ -327,7 +398,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
     const std::int64_t ready_fp = std::max(start_fp + lat_fp, end_fp + lat_fp - duration_fp(next, pk.bytes));
     ++pk.hop;
-    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {p, 0, kNil, Kind::Ready, 0});
+    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {p, kNil, Kind::Ready});
   } else {
     msg.arrival = std::max(msg.arrival, end + ch.latency);
     --live_packets_;
@@ -362,7 +433,7 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
     if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "msg", t, d);
   }
   hops_ += 2;
-  wheel_.push(end, {s, kNoBuffer, r, Kind::TxEnd, 0});
+  wheel_.push(end, {s, r, Kind::CoupledEnd});
   msg.arrival = end + S.latency + R.latency;
   --live_packets_;
   const std::uint32_t src = msg.src, m = pk.msg;

@@ -110,11 +110,24 @@ class PacketNetwork : public Transport {
     bool held = false;         // an exchange message holds this send port, waiting for its receiver
     bool dirty = false;
     std::int64_t busy_fp = 0;
+    // The cycle it is to be looked at again (it is busy and packets wait), or kNever: a channel
+    // nobody waits for costs no event when its transmission ends.
+    Cycles wake_at = kNever;
     WaitQueue waiting;
+  };
+  // Room a granted packet gives back to the buffer it leaves, when its tail leaves.
+  struct Release {
+    Cycles at;
+    Bytes bytes;
+    std::uint8_t cls;
   };
   struct Buffer {
     Bytes capacity;
-    Bytes used[2] = {0, 0};
+    Bytes used[2] = {0, 0};  // as of the last settle(): releases due later are not yet counted
+    std::vector<Release> releases;
+    Cycles release_min = kNever;    // the earliest of `releases`
+    std::uint32_t parked_room = 0;  // packets set aside for room here
+    Cycles room_wake_at = kNever, read_wake_at = kNever;  // pending events for what is set aside
     // A buffer is read by one packet at a time (a router input port has one crossbar input):
     // the end of the last read.
     std::int64_t read_free_fp = 0;
@@ -150,13 +163,15 @@ class PacketNetwork : public Transport {
     bool last;  // the message's last packet
     std::uint32_t requeued_from;  // the buffer whose room it was sent back for, or kNoBuffer
   };
-  enum class Kind : std::uint8_t { Inject, Ready, TxEnd, ReadFree };
-  struct Event {  // 16 bytes: the wheel moves many of them
-    std::uint32_t a;  // Inject: message; Ready: packet; TxEnd: channel; ReadFree: buffer
-    std::uint32_t b;  // TxEnd: buffer to credit (or kNoBuffer)
-    std::uint32_t c;  // TxEnd: the credit's bytes, or (no buffer) the coupled receive port or kNil
+  // Events exist only where someone waits: a channel is woken when it frees only if packets wait
+  // for it, a buffer when room comes back or its read port frees only if packets were set aside
+  // for that. Room itself comes back by settle() at the cycle the tail leaves.
+  enum class Kind : std::uint8_t { Inject, Ready, ChannelFree, RoomBack, ReadFree, CoupledEnd };
+  struct Event {  // 12 bytes: the wheel moves many of them
+    std::uint32_t a;  // Inject: message; Ready: packet; ChannelFree, CoupledEnd: channel;
+                      // RoomBack, ReadFree: buffer
+    std::uint32_t c;  // CoupledEnd: the receive port
     Kind kind;
-    std::uint8_t cls;
   };
 
   void process_cycle(Cycles t);
@@ -165,11 +180,15 @@ class PacketNetwork : public Transport {
   void wait_at(std::uint32_t packet, Cycles ready);
   void mark(std::uint32_t channel);
   void try_grant(std::uint32_t channel, Cycles t);
-  bool fits(const Packet& p) const;
+  bool fits(const Packet& p, Cycles t);
+  void settle(Buffer& b, Cycles t);
+  void release(std::uint32_t buffer, const Release& r);
+  void wake_channel(std::uint32_t channel, Cycles at);
+  void wake_for_room(std::uint32_t buffer, Cycles at);
   bool readable(const Packet& p, Cycles t) const;
   void park_for_room(std::uint32_t channel, const Waiting& w);
   void park_for_read(std::uint32_t channel, const Waiting& w);
-  void unpark_for_room(std::uint32_t buffer);
+  void unpark_for_room(std::uint32_t buffer, Cycles t);
   void unpark_for_read(std::uint32_t buffer);
   void requeue(std::uint32_t channel, const Waiting& w);
   Parked& parked(std::uint32_t buffer, std::uint32_t channel);
@@ -192,7 +211,8 @@ class PacketNetwork : public Transport {
   std::vector<bool> source_busy_;
   EventWheel<Event> wheel_;
   std::vector<Event> now_events_;
-  std::vector<std::uint32_t> injects_, dirty_, grants_;
+  std::vector<std::uint32_t> injects_, dirty_;
+  std::vector<Waiting> grants_;  // channels to arbitrate, keyed by their oldest waiting packet
   std::uint64_t order_ = 0, seq_ = 0, hops_ = 0, live_packets_ = 0;
 };
 
