@@ -43,6 +43,12 @@ const char* fn_name(Fn f) {
     case Fn::Exp: return "exp";
     case Fn::Softmax: return "softmax";
     case Fn::Layernorm: return "layernorm";
+    case Fn::Min: return "min";
+    case Fn::Pow: return "pow";
+    case Fn::Sigmoid: return "sigmoid";
+    case Fn::Tanh: return "tanh";
+    case Fn::Erf: return "erf";
+    case Fn::Sqrt: return "sqrt";
   }
   return "?";
 }
@@ -189,7 +195,10 @@ class Parser {
 
   // operand := access | number | fn '(' access {',' access} ')'
   void rhs(Expr& e) {
-    if (peek_number()) {
+    skip();
+    const bool negative = pos_ + 1 < s_.size() && s_[pos_] == '-' &&
+                          (std::isdigit(static_cast<unsigned char>(s_[pos_ + 1])) || s_[pos_ + 1] == '.');
+    if (peek_number() || negative) {  // `-1 - X[..]`
       e.scalar = number();
       e.scalar_first = true;
       binary(e, true);
@@ -201,11 +210,16 @@ class Parser {
     skip();
     if (pos_ < s_.size() && s_[pos_] == '(') {
       ++pos_;
-      static const std::map<std::string, Fn> fns = {{"relu", Fn::Relu}, {"gelu", Fn::Gelu},
-                                                    {"exp", Fn::Exp}, {"softmax", Fn::Softmax},
-                                                    {"layernorm", Fn::Layernorm}};
+      static const std::map<std::string, Fn> fns = {
+          {"relu", Fn::Relu},       {"gelu", Fn::Gelu}, {"exp", Fn::Exp}, {"softmax", Fn::Softmax},
+          {"layernorm", Fn::Layernorm}, {"sigmoid", Fn::Sigmoid}, {"tanh", Fn::Tanh}, {"erf", Fn::Erf},
+          {"sqrt", Fn::Sqrt}};
       auto it = fns.find(n);
-      if (it == fns.end()) { pos_ = save; fail(fmt::format("unknown function '{}' (expected relu, gelu, exp, softmax or layernorm)", n)); }
+      if (it == fns.end()) {
+        pos_ = save;
+        fail(fmt::format("unknown function '{}' (expected relu, gelu, exp, sigmoid, tanh, erf, sqrt, softmax or "
+                         "layernorm)", n));
+      }
       e.fn = it->second;
       do e.inputs.push_back(access()); while (eat(","));
       if (!eat(")")) fail("expected ',' or ')'");
@@ -219,7 +233,10 @@ class Parser {
     skip();
     if (pos_ == s_.size()) { e.fn = Fn::Copy; return; }
     binary(e, false);
-    if (peek_number()) e.scalar = number();
+    skip();
+    const bool negative_scalar = pos_ + 1 < s_.size() && s_[pos_] == '-' &&
+                          (std::isdigit(static_cast<unsigned char>(s_[pos_ + 1])) || s_[pos_ + 1] == '.');
+    if (peek_number() || negative_scalar) e.scalar = number();  // `X[..] max -1`
     else e.inputs.push_back(access());
   }
 
@@ -230,7 +247,9 @@ class Parser {
     else if (eat("-")) e.fn = Fn::Sub;
     else if (eat("/")) e.fn = Fn::Div;
     else if (eat("max")) e.fn = Fn::Max;
-    else fail(after_scalar ? "expected an operator after the number" : "expected '*', '+', '-', '/' or 'max'");
+    else if (eat("min")) e.fn = Fn::Min;
+    else if (eat("pow")) e.fn = Fn::Pow;
+    else fail(after_scalar ? "expected an operator after the number" : "expected '*', '+', '-', '/', 'max', 'min' or 'pow'");
   }
 
   void check_output(const Expr& e) {

@@ -3,6 +3,7 @@
 //   C[m,n] += A[m,k] * B[k,n]                        contraction (matmul, conv, attention)
 //   O[n,f,y,x] += I[n,c,2*y+ky-1,2*x+kx-1] * W[f,c,ky,kx]   compound (strided, padded) axes
 //   Y[m,n] = X[m,n] + B[n]     Y[m,n] = relu(X[m,n])     Y[m,n] = X[m,n] * 0.125
+//   Y[m,n] = X[m,n] min 6      Y[m,n] = X[m,n] pow 2     Y[m,n] = sigmoid(X[m,n])  (tanh, erf, sqrt)
 //   S[m] += X[m,n]             S[m] max= X[m,n]          O[n,c] avg= I[n,c,h,w]
 //   Y[m,n] = softmax(X[m,n])   Y[m,n] = layernorm(X[m,n], G[n], B[n])   (along the last axis)
 // An index is a sum of coeff*axis terms plus a constant; reads outside a tensor's bounds are
@@ -37,7 +38,7 @@ struct Access {
 enum class ExprKind { Contraction, Elementwise, Reduction, Softmax, Layernorm };
 enum class Reduce { None, Sum, Max, Mean };  // '=', '+=', 'max=', 'avg='
 // Element-wise function or binary combination of the right-hand side.
-enum class Fn { Copy, Add, Sub, Mul, Div, Max, Relu, Gelu, Exp, Softmax, Layernorm };
+enum class Fn { Copy, Add, Sub, Mul, Div, Max, Relu, Gelu, Exp, Softmax, Layernorm, Min, Pow, Sigmoid, Tanh, Erf, Sqrt };
 
 struct Expr {
   ExprKind kind = ExprKind::Elementwise;

@@ -92,6 +92,16 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
     if (!fresh && it->second != ext)
       fail(fmt::format("axis '{}' has extent {} elsewhere but {} in {}", axis, it->second, ext, from));
   };
+  // Given extents come first: with them a plain index may read a prefix of a longer dimension
+  // (a slice) or run past the end of a shorter one (concatenation; absent elements are zero).
+  // Without them, a plain index fixes its axis's extent, and two plain reads must agree.
+  const auto axes = e.all_axes();
+  for (const auto& [a, ext] : output_extents) {
+    if (std::find(axes.begin(), axes.end(), a) == axes.end())
+      fail(fmt::format("an extent is given for axis '{}', which the expression does not use", a));
+    if (ext <= 0) fail(fmt::format("extent of axis '{}' must be positive", a));
+    bind(a, ext, "the given output extents");
+  }
   for (const auto& in : e.inputs) {
     if (!has_tensor(in.tensor)) fail(fmt::format("reads tensor '{}', which is not declared and no earlier operator produces", in.tensor));
     if (in.tensor == e.output.tensor) fail("an operator cannot read its own output");
@@ -101,7 +111,8 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
     if (t.shape.size() != in.indices.size())
       fail(fmt::format("tensor '{}' has {} dimensions but is indexed with {}", in.tensor, t.shape.size(), in.indices.size()));
     for (std::size_t d = 0; d < in.indices.size(); ++d)
-      if (in.indices[d].plain()) bind(in.indices[d].terms[0].axis, t.shape[d], in.str());
+      if (in.indices[d].plain() && !output_extents.count(in.indices[d].terms[0].axis))
+        bind(in.indices[d].terms[0].axis, t.shape[d], in.str());
   }
   const bool declared = has_tensor(e.output.tensor);
   if (declared) {
@@ -111,13 +122,6 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
     if (t.shape.size() != e.output.indices.size())
       fail(fmt::format("output '{}' has {} dimensions but is indexed with {}", t.name, t.shape.size(), e.output.indices.size()));
     for (std::size_t d = 0; d < t.shape.size(); ++d) bind(e.output.indices[d].terms[0].axis, t.shape[d], e.output.str());
-  }
-  const auto axes = e.all_axes();
-  for (const auto& [a, ext] : output_extents) {
-    if (std::find(axes.begin(), axes.end(), a) == axes.end())
-      fail(fmt::format("an extent is given for axis '{}', which the expression does not use", a));
-    if (ext <= 0) fail(fmt::format("extent of axis '{}' must be positive", a));
-    bind(a, ext, "the given output extents");
   }
   for (const auto& in : e.inputs)
     for (const auto& ix : in.indices)

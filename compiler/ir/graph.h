@@ -45,7 +45,8 @@ class Workload {
                   Dtype dtype = Dtype::Fp16);
   // Parses `expr`, declares its output as an activation with the shape implied by the inputs
   // (or checks it, if already declared), infers axis extents, and adds the operator.
-  // `output_extents` gives extents of output axes that no input fixes (rare).
+  // `output_extents` fixes the extents of the axes it names (an importer gives them all); a plain
+  // index may then read a prefix of a longer dimension, or past the end of a shorter one.
   const Operator& add_op(const std::string& name, const std::string& expr,
                          const std::map<std::string, std::int64_t>& output_extents = {});
   void mark_output(const std::string& tensor);

@@ -24,11 +24,13 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "compiler/ir/onnx_fold.h"
 #include "sim/common/error.h"
 
 namespace tessera::ir {
@@ -37,10 +39,12 @@ namespace {
 using Shape = std::vector<std::int64_t>;
 
 const char* kSupported =
-    "Add, AveragePool, Constant, Conv, Div, Dropout, Flatten, Gelu, Gemm, GlobalAveragePool, "
-    "GlobalMaxPool, Identity, LayerNormalization, MatMul, MaxPool, Mul, Relu, Reshape, Softmax, "
-    "Squeeze, Sub, Transpose, Unsqueeze, and Erf inside the GELU pattern "
-    "x * 0.5 * (1 + erf(x / sqrt(2)))";
+    "Add, AveragePool, BatchNormalization, Cast (to float), Clip, Concat, Constant, Conv (grouped too), Div, "
+    "Dropout, Erf, Exp, Expand, Flatten, Gather (constant indices), Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
+    "HardSigmoid, HardSwish, Identity, LayerNormalization, MatMul, Max, MaxPool, Min, Mul, Neg, Pad (zeros), Pow, "
+    "Reciprocal, ReduceMax, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, "
+    "Sub, Sum, Tanh, Transpose, Unsqueeze, Where (constant condition), and on constants also Shape, Size, Range, "
+    "ConstantOfShape, Equal, Less, Greater, And, Or, Not, Mod, Tile, ScatterND (docs/onnx.md)";
 
 std::string shape_str(const Shape& s) {
   std::string o = "[";
@@ -100,78 +104,12 @@ bool is_float_type(int t) {
          t == onnx::TensorProto::BFLOAT16 || t == onnx::TensorProto::DOUBLE;
 }
 
-double half_to_double(std::uint16_t h) {
-  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  double v;
-  if (exp == 0) v = std::ldexp(mant, -24);
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(mant + 1024, exp - 25);
-  return sign ? -v : v;
-}
-
-double bf16_to_double(std::uint16_t b) {
-  std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// The values of a constant tensor (raw or typed fields), or nullopt when they are not stored in
-// the model (external data) or have an element type we do not read.
+// The values of a constant tensor, or nullopt when they are not stored in the model (external
+// data) or have an element type we do not read.
 std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t) {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  std::int64_t n = 1;
-  for (auto d : t.dims()) n *= d;
-  std::vector<double> v;
-  const std::string& raw = t.raw_data();
-  auto from_raw = [&](auto tag) {
-    using T = decltype(tag);
-    if (raw.size() != static_cast<std::size_t>(n) * sizeof(T)) return false;
-    for (std::int64_t i = 0; i < n; ++i) {
-      T x;
-      std::memcpy(&x, raw.data() + i * sizeof(T), sizeof(T));
-      v.push_back(static_cast<double>(x));
-    }
-    return true;
-  };
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) { if (!from_raw(float{})) return std::nullopt; }
-      else for (float x : t.float_data()) v.push_back(x);
-      break;
-    case onnx::TensorProto::DOUBLE:
-      if (!raw.empty()) { if (!from_raw(double{})) return std::nullopt; }
-      else for (double x : t.double_data()) v.push_back(x);
-      break;
-    case onnx::TensorProto::INT64:
-      if (!raw.empty()) { if (!from_raw(std::int64_t{})) return std::nullopt; }
-      else for (auto x : t.int64_data()) v.push_back(static_cast<double>(x));
-      break;
-    case onnx::TensorProto::INT32:
-      if (!raw.empty()) { if (!from_raw(std::int32_t{})) return std::nullopt; }
-      else for (auto x : t.int32_data()) v.push_back(x);
-      break;
-    case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16: {
-      const bool half = t.data_type() == onnx::TensorProto::FLOAT16;
-      std::vector<std::uint16_t> bits;
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<std::size_t>(n) * 2) return std::nullopt;
-        for (std::int64_t i = 0; i < n; ++i) {
-          std::uint16_t b;
-          std::memcpy(&b, raw.data() + 2 * i, 2);
-          bits.push_back(b);
-        }
-      } else {
-        for (auto x : t.int32_data()) bits.push_back(static_cast<std::uint16_t>(x));
-      }
-      for (auto b : bits) v.push_back(half ? half_to_double(b) : bf16_to_double(b));
-      break;
-    }
-    default: return std::nullopt;
-  }
-  if (static_cast<std::int64_t>(v.size()) != n) return std::nullopt;
-  return v;
+  auto d = dense_from_tensor(t);
+  if (!d) return std::nullopt;
+  return std::move(d->v);
 }
 
 Index plain(const std::string& axis) {
@@ -251,7 +189,7 @@ std::string fmt_number(double v) { return fmt::format("{}", v); }
 
 class Importer {
  public:
-  explicit Importer(std::string path) : path_(std::move(path)) {}
+  Importer(std::string path, ImportOptions options) : path_(std::move(path)), options_(std::move(options)) {}
 
   Workload run() {
     load();
@@ -260,38 +198,44 @@ class Importer {
     const auto& g = model_.graph();
     for (const auto& t : g.initializer()) consts_[t.name()] = &t;
     for (const auto& in : g.input())
-      if (!consts_.count(in.name())) declare_input(in);
+      if (!consts_.count(in.name())) guarded({in.name()}, {in.name()}, [&] { declare_input(in); });
+    report_symbolic_dims();
     index_consumers();
     // Constant nodes first: the GELU pattern's constants may come from them.
     for (int i = 0; i < g.node_size(); ++i)
       if (g.node(i).op_type() == "Constant") {
-        enter(i);
-        constant_node();
+        guarded_node(i, [&] {
+          enter(i);
+          constant_node();
+        });
         skip_.insert(i);
       }
     find_gelu_patterns();
     for (int i = 0; i < g.node_size(); ++i) {
       auto f = fused_.find(i);
       if (f != fused_.end()) {
-        enter(f->second.erf);
-        unary(op_name(), f->second.x, f->second.y, f->second.y, "gelu({0})");
+        const FusedGelu& fg = f->second;
+        guarded({fg.x}, {fg.y}, [&] {
+          enter(fg.erf);
+          unary(op_name(), fg.x, fg.y, fg.y, "gelu({0})");
+        });
       }
       if (skip_.count(i)) continue;
-      enter(i);
-      convert();
-      for (int k = outputs_supported_; k < node_->output_size(); ++k)
-        if (!node_->output(k).empty())
-          unavailable_[node_->output(k)] = fmt::format("output {} of node '{}' ({}), which the importer does not compute",
-                                                       k, node_name_, node_->op_type());
+      guarded_node(i, [&] {
+        enter(i);
+        import_node();
+      });
     }
     node_ = nullptr;
     for (const auto& out : g.output()) {
+      if (poisoned_.count(out.name())) continue;  // its node's problem is reported
       auto it = values_.find(out.name());
       if (it == values_.end() || wl_.tensor(it->second.tensor).role != TensorRole::Activation)
         fail(fmt::format("graph output '{}' is not computed by any operator (it is an input, a weight, a "
                          "layout view of one, or not produced by a node)", out.name()));
       wl_.mark_output(it->second.tensor);
     }
+    report_problems();
     try {
       wl_.finalize();
     } catch (const Error& e) {
@@ -306,6 +250,44 @@ class Importer {
   [[noreturn]] void fail_node(const std::string& msg) const {
     if (!node_) fail(msg);
     throw Error(fmt::format("{}: node '{}' ({}): {}", path_, node_name_, node_->op_type(), msg));
+  }
+
+  // Runs one import step; an error is recorded and the step's outputs are marked as not
+  // computed, so the import goes on and reports every problem at the end. A step that reads a
+  // value some failed step should have made is skipped silently (its cause is reported).
+  void guarded(const std::vector<std::string>& ins, const std::vector<std::string>& outs,
+               const std::function<void()>& step) {
+    bool blocked = false;
+    for (const auto& in : ins) blocked = blocked || poisoned_.count(in) != 0;
+    if (!blocked) {
+      try {
+        step();
+        return;
+      } catch (const SymbolicDim&) {
+        // reported with every other symbolic dimension by report_symbolic_dims()
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        if (msg.rfind(path_ + ": ", 0) == 0) msg = msg.substr(path_.size() + 2);
+        problems_.push_back(msg);
+        problem_ops_[node_ ? node_->op_type() : std::string("(graph input)")]++;
+      }
+    }
+    for (const auto& o : outs)
+      if (!o.empty()) poisoned_.insert(o);
+  }
+  void guarded_node(int i, const std::function<void()>& step) {
+    const auto& n = model_.graph().node(i);
+    guarded({n.input().begin(), n.input().end()}, {n.output().begin(), n.output().end()}, step);
+  }
+
+  void report_problems() const {
+    if (problems_.empty()) return;
+    if (problems_.size() == 1) fail(problems_[0]);
+    std::string ops;
+    for (const auto& [op, n] : problem_ops_) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", n, op);
+    std::string msg = fmt::format("{} problems ({}); nodes that only depend on them are not listed:", problems_.size(), ops);
+    for (const auto& p : problems_) msg += "\n  " + p;
+    fail(msg);
   }
 
   void enter(int i) {
@@ -340,15 +322,27 @@ class Importer {
     }
     if (!tt.has_shape()) fail(fmt::format("input '{}' has no shape; the importer needs static shapes", in.name()));
     Shape s;
+    bool missing = false;
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
       const auto& dim = tt.shape().dim(d);
       if (dim.has_dim_value() && dim.dim_value() > 0) { s.push_back(dim.dim_value()); continue; }
-      if (dim.has_dim_param())
-        fail(fmt::format("input '{}': dimension {} is symbolic ('{}'); the importer needs static shapes "
-                         "(fix the dimension when exporting the model)", in.name(), d, dim.dim_param()));
+      if (dim.has_dim_param()) {
+        auto it = options_.dims.find(dim.dim_param());
+        if (it != options_.dims.end()) {
+          if (it->second < 1) fail(fmt::format("--dim {}={}: expected a positive size", it->first, it->second));
+          s.push_back(it->second);
+          used_dims_.insert(it->first);
+          continue;
+        }
+        symbolic_[dim.dim_param()].push_back(fmt::format("'{}' dimension {}", in.name(), d));
+        missing = true;
+        s.push_back(1);
+        continue;
+      }
       fail(fmt::format("input '{}': dimension {} is unknown or not positive; the importer needs static shapes",
                        in.name(), d));
     }
+    if (missing) throw SymbolicDim();
     declare_tensor(in.name(), s, TensorRole::Input);
   }
 
@@ -738,8 +732,9 @@ class Importer {
   }
 
   // Y = A op B with numpy broadcasting, or with a one-element constant operand as a scalar.
-  void binary(const std::string& name, char op, const std::string& a, const std::string& bn, const std::string& out_key,
-              const std::string& out_hint) {
+  // `op`: + - * / max min pow.
+  void binary(const std::string& name, const std::string& op, const std::string& a, const std::string& bn,
+              const std::string& out_key, const std::string& out_hint) {
     auto ca = scalar_const(a), cb = scalar_const(bn);
     if (ca && cb) fail_node("both operands are constants; constant folding is not supported");
     if (ca || cb) {
@@ -752,22 +747,11 @@ class Importer {
       Shape cshape(ct->dims().begin(), ct->dims().end());
       Shape full = broadcast(v.shape, cshape);
       std::string rhs;
-      auto neg = [&]() {
-        fail_node(fmt::format("the scalar operand {} is negative here, which the expression language cannot write "
-                              "(it writes non-negative numbers only)", fmt_number(c)));
-      };
-      switch (op) {
-        case '+': rhs = c < 0 ? "{0} - " + fmt_number(-c) : "{0} + " + fmt_number(c); break;
-        case '*': if (c < 0) neg(); rhs = "{0} * " + fmt_number(c); break;
-        case '-':
-          if (scalar_first) { if (c < 0) neg(); rhs = fmt_number(c) + " - {0}"; }
-          else rhs = c < 0 ? "{0} + " + fmt_number(-c) : "{0} - " + fmt_number(c);
-          break;
-        case '/':
-          if (c < 0) neg();
-          rhs = scalar_first ? fmt_number(c) + " / {0}" : "{0} / " + fmt_number(c);
-          break;
-      }
+      if (op == "+" && c < 0) rhs = "{0} - " + fmt_number(-c);
+      else if (op == "-" && !scalar_first && c < 0) rhs = "{0} + " + fmt_number(-c);
+      else if (scalar_first && (op == "+" || op == "*" || op == "max" || op == "min")) rhs = "{0} " + op + " " + fmt_number(c);
+      else if (scalar_first) rhs = fmt_number(c) + " " + op + " {0}";
+      else rhs = "{0} " + op + " " + fmt_number(c);
       if (v.shape.empty()) fail_node(fmt::format("input '{}' is a scalar; it needs at least one dimension", x));
       OpBuild b = start(name, out_key, out_hint, v.shape);
       b.rhs = rhs;
@@ -781,7 +765,7 @@ class Importer {
     Shape out = broadcast(va.shape, vb.shape);
     if (out.empty()) fail_node("both operands are scalars; they need at least one dimension");
     OpBuild b = start(name, out_key, out_hint, out);
-    b.rhs = fmt::format("{{0}} {} {{1}}", op);
+    b.rhs = "{0} " + op + " {1}";
     b.in.push_back({a, bcast_idx(va.shape, out, b.out_axes)});
     b.in.push_back({bn, bcast_idx(vb.shape, out, b.out_axes)});
     emit(std::move(b));
@@ -879,10 +863,77 @@ class Importer {
     return ix;
   }
 
+  // ---- constant folding -------------------------------------------------------------------------
+  void import_node() {
+    outputs_supported_ = 1;
+    if (fold()) return;
+    convert();
+    for (int k = outputs_supported_; k < node_->output_size(); ++k)
+      if (!node_->output(k).empty())
+        unavailable_[node_->output(k)] = fmt::format("output {} of node '{}' ({}), which the importer does not compute",
+                                                     k, node_name_, node_->op_type());
+  }
+
+  // A node whose inputs are all constants (or, for Shape and Size, whose input's shape is known)
+  // is evaluated now; its outputs become constants. Layout nodes on large floating-point
+  // constants (weights) stay views of the weight instead.
+  bool fold() {
+    const std::string& t = node_->op_type();
+    if (!foldable_op(t)) return false;
+    const bool layout = t == "Reshape" || t == "Flatten" || t == "Transpose" || t == "Squeeze" ||
+                        t == "Unsqueeze" || t == "Identity" || t == "Dropout";
+    for (int k = 0; k < node_->input_size(); ++k) {
+      const std::string& name = node_->input(k);
+      if (name.empty() || ((t == "Shape" || t == "Size") && k == 0)) continue;
+      const auto* c = constant(name);
+      if (!c) return false;
+      if (k == 0 && layout && is_float_type(c->data_type())) {
+        std::int64_t n = 1;
+        for (auto d : c->dims()) n *= d;
+        if (n > 1024) return false;
+      }
+    }
+    std::vector<std::optional<Dense>> in;
+    for (int k = 0; k < node_->input_size(); ++k) {
+      const std::string& name = node_->input(k);
+      if (name.empty()) {
+        in.emplace_back();
+      } else if (const auto* c = constant(name)) {
+        auto d = dense_from_tensor(*c);
+        if (!d) return false;  // external data: the operator path reports it
+        in.push_back(std::move(*d));
+      } else {
+        in.push_back(Dense{value(name).shape, {}, DenseType::Float});  // Shape / Size: only the shape
+      }
+    }
+    std::vector<Dense> out;
+    try {
+      out = fold_node(*node_, in, opset_);
+    } catch (const Error& e) {
+      fail_node(e.what());
+    }
+    outputs_supported_ = static_cast<int>(out.size());
+    for (int k = 0; k < node_->output_size() && k < static_cast<int>(out.size()); ++k)
+      if (!node_->output(k).empty()) set_constant(node_->output(k), out[static_cast<std::size_t>(k)]);
+    return true;
+  }
+
+  void set_constant(const std::string& name, const Dense& d) {
+    owned_consts_.push_back(tensor_from_dense(d, name));
+    consts_[name] = &owned_consts_.back();
+  }
+
+  std::optional<Dense> dense_const(const std::string& name) const {
+    const auto* c = constant(name);
+    if (!c) return std::nullopt;
+    return dense_from_tensor(*c);
+  }
+
   // ---- operators ------------------------------------------------------------------------------
   void convert() {
     const std::string& t = node_->op_type();
     outputs_supported_ = 1;
+    if (convert_more(t)) return;
     if (t == "MatMul") {
       matmul(op_name(), need_input(0), need_input(1), false, false, output(), output());
     } else if (t == "Gemm") {
@@ -890,7 +941,7 @@ class Importer {
     } else if (t == "Conv") {
       conv();
     } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div") {
-      const char op = t == "Add" ? '+' : t == "Sub" ? '-' : t == "Mul" ? '*' : '/';
+      const std::string op = t == "Add" ? "+" : t == "Sub" ? "-" : t == "Mul" ? "*" : "/";
       binary(op_name(), op, need_input(0), need_input(1), output(), output());
     } else if (t == "Relu") {
       unary(op_name(), need_input(0), output(), output(), "relu({0})");
@@ -961,30 +1012,516 @@ class Importer {
     } else if (t == "Identity" || t == "Dropout") {
       if (const auto* c = constant(need_input(0)); c && !values_.count(need_input(0))) consts_[output()] = c;
       else values_[output()] = value(need_input(0));
-    } else if (t == "Erf") {
-      fail_node("Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / sqrt(2))), which becomes one "
-                "gelu operator");
     } else {
       fail_node(fmt::format("unsupported operator; supported: {}", kSupported));
     }
   }
 
+  // ---- operators beyond the original set (issue 11) --------------------------------------------
+  bool convert_more(const std::string& t) {
+    static const std::map<std::string, std::string> unary_fns = {
+        {"Sigmoid", "sigmoid({0})"}, {"Tanh", "tanh({0})"}, {"Erf", "erf({0})"}, {"Sqrt", "sqrt({0})"},
+        {"Exp", "exp({0})"},         {"Neg", "0 - {0}"},    {"Reciprocal", "1 / {0}"}};
+    if (auto it = unary_fns.find(t); it != unary_fns.end()) {
+      unary(op_name(), need_input(0), output(), output(), it->second);
+    } else if (t == "Pow" || t == "Min" || t == "Max" || t == "Sum") {
+      const std::string op = t == "Pow" ? "pow" : t == "Min" ? "min" : t == "Max" ? "max" : "+";
+      variadic(op);
+    } else if (t == "Clip") {
+      clip();
+    } else if (t == "HardSigmoid" || t == "HardSwish") {
+      hard(t == "HardSwish");
+    } else if (t == "ReduceMean" || t == "ReduceSum" || t == "ReduceMax") {
+      reduce(t == "ReduceMean" ? "avg=" : t == "ReduceSum" ? "+=" : "max=");
+    } else if (t == "Concat") {
+      concat();
+    } else if (t == "Slice") {
+      slice_data();
+    } else if (t == "Split") {
+      split_data();
+    } else if (t == "Gather") {
+      gather_data();
+    } else if (t == "Pad") {
+      pad();
+    } else if (t == "Expand") {
+      expand();
+    } else if (t == "Where") {
+      where();
+    } else if (t == "Cast") {
+      const auto to = attr_int("to", onnx::TensorProto::FLOAT);
+      if (!is_float_type(static_cast<int>(to)))
+        fail_node(fmt::format("cast of computed values to {} is not supported (only to floating-point types, which "
+                              "tessera computes in fp16 anyway)", onnx_type_name(static_cast<int>(to))));
+      values_[output()] = value(need_input(0));
+    } else if (t == "BatchNormalization") {
+      batchnorm();
+    } else if (t == "LSTM" || t == "GRU" || t == "RNN") {
+      fail_node("recurrent layers are not supported: tessera does not unroll the recurrence over the sequence "
+                "(docs/onnx.md); export the cell applied step by step, or leave the layer out");
+    } else if (t == "Shape" || t == "Size" || t == "Equal" || t == "Less" || t == "Greater" || t == "Not" ||
+               t == "And" || t == "Or" || t == "Mod" || t == "Range" || t == "ConstantOfShape" || t == "ScatterND" ||
+               t == "Tile" || t == "Floor" || t == "Ceil" || t == "Abs") {
+      fail_node("supported only on constants (shape and mask arithmetic, folded at import); here an input is "
+                "computed at run time");
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // Y = X1 op X2 op ... (two or more inputs, numpy broadcasting; Pow, Min, Max, Sum).
+  void variadic(const std::string& op) {
+    if (node_->input_size() < 1) fail_node("no inputs");
+    if (node_->input_size() == 1) {
+      values_[output()] = value(need_input(0));
+      return;
+    }
+    std::string acc = need_input(0);
+    for (int k = 1; k < node_->input_size(); ++k) {
+      const bool last = k + 1 == node_->input_size();
+      const std::string key = last ? output() : internal_key(fmt::format("{}.{}", output(), k));
+      binary(op_name(last ? "" : fmt::format(".{}", k)), op, acc, need_input(k), key,
+             last ? output() : fmt::format("{}.{}", output(), k));
+      acc = key;
+    }
+  }
+
+  // A chain of element-wise steps on one input ("{0} max 0", "{0} min 6"): intermediate values get
+  // internal keys, the last one the node's output.
+  void chain(const std::string& x, const std::vector<std::string>& steps) {
+    std::string in = x;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const bool last = k + 1 == steps.size();
+      const std::string key = last ? output() : internal_key(fmt::format("{}.{}", output(), k));
+      unary(op_name(last ? "" : fmt::format(".{}", k)), in, key, last ? output() : fmt::format("{}.{}", output(), k),
+            steps[k]);
+      in = key;
+    }
+    if (steps.empty()) values_[output()] = value(x);
+  }
+
+  std::optional<double> bound(int input_index, const char* attr_name) {
+    if (opset_ >= 11) {
+      const std::string& n = input(input_index);
+      if (n.empty()) return std::nullopt;
+      auto c = scalar_const(n);
+      if (!c) fail_node(fmt::format("input '{}' must be a one-element constant", n));
+      return c;
+    }
+    if (!attr(attr_name)) return std::nullopt;
+    return attr_float(attr_name, 0);
+  }
+
+  void clip() {
+    std::vector<std::string> steps;
+    const auto lo = bound(1, "min"), hi = bound(2, "max");
+    if (lo && std::isfinite(*lo)) steps.push_back("{0} max " + fmt_number(*lo));
+    if (hi && std::isfinite(*hi)) steps.push_back("{0} min " + fmt_number(*hi));
+    chain(need_input(0), steps);
+  }
+
+  // HardSigmoid: max(0, min(1, alpha x + beta)); HardSwish: x * HardSigmoid(x) with 1/6, 1/2.
+  void hard(bool swish) {
+    const double alpha = swish ? 1.0 / 6 : attr_float("alpha", 0.2), beta = swish ? 0.5 : attr_float("beta", 0.5);
+    const std::string x = need_input(0);
+    if (!swish) {
+      chain(x, {"{0} * " + fmt_number(alpha), "{0} + " + fmt_number(beta), "{0} max 0", "{0} min 1"});
+      return;
+    }
+    std::string in = x;
+    const std::vector<std::string> steps{"{0} * " + fmt_number(alpha), "{0} + " + fmt_number(beta), "{0} max 0",
+                                         "{0} min 1"};
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const std::string key = internal_key(fmt::format("{}.{}", output(), k));
+      unary(op_name(fmt::format(".{}", k)), in, key, fmt::format("{}.{}", output(), k), steps[k]);
+      in = key;
+    }
+    binary(op_name(), "*", x, in, output(), output());
+  }
+
+  std::vector<std::int64_t> reduce_axes(std::size_t rank) {
+    std::optional<std::vector<std::int64_t>> ax;
+    if (opset_ >= 18 || (node_->op_type() == "ReduceSum" && opset_ >= 13)) {
+      if (!input(1).empty()) ax = int_const(input(1), "axes");
+    } else {
+      ax = attr_ints("axes");
+    }
+    std::vector<std::int64_t> out;
+    if (!ax || ax->empty()) {
+      if (attr_int("noop_with_empty_axes", 0) != 0) return out;
+      for (std::size_t i = 0; i < rank; ++i) out.push_back(static_cast<std::int64_t>(i));
+      return out;
+    }
+    for (auto a : *ax) out.push_back(norm_axis(a, rank, "axis"));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  // Y[kept] (avg=|+=|max=) X[kept and reduced]; with keepdims the output is a view with unit
+  // dimensions where the reduced ones were.
+  void reduce(const std::string& assign) {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    if (sx.empty()) fail_node("the input is a scalar");
+    const auto axes = reduce_axes(sx.size());
+    if (axes.empty()) {
+      values_[output()] = value(x);
+      return;
+    }
+    Shape kept;
+    std::vector<bool> red(sx.size(), false);
+    for (auto a : axes) red[static_cast<std::size_t>(a)] = true;
+    for (std::size_t i = 0; i < sx.size(); ++i)
+      if (!red[i]) kept.push_back(sx[i]);
+    if (kept.empty()) fail_node("reducing every dimension to a scalar is not supported");
+    const bool keep = attr_int("keepdims", 1) != 0;
+    const std::string key = keep ? internal_key(output() + ".reduced") : output();
+    OpBuild b = start(op_name(), key, output(), kept);
+    std::vector<Index> ix;
+    std::size_t k = 0, r = 0;
+    for (std::size_t i = 0; i < sx.size(); ++i) {
+      if (red[i]) {
+        const std::string ra = fmt::format("r{}", r++);
+        b.extent[ra] = sx[i];
+        ix.push_back(plain(ra));
+      } else {
+        ix.push_back(plain(b.out_axes[k++]));
+      }
+    }
+    b.assign = assign;
+    b.rhs = "{0}";
+    b.in.push_back({x, ix});
+    emit(std::move(b));
+    if (keep) {
+      Shape out = sx;
+      for (auto a : axes) out[static_cast<std::size_t>(a)] = 1;
+      values_[output()] = reshape(values_.at(key), out);
+    }
+  }
+
+  // A value whose view merges dimensions, copied into a tensor of its own: an index that is not a
+  // plain axis cannot read a merged dimension.
+  std::string solid(const std::string& x) {
+    const Value& v = value(x);
+    bool merged = false;
+    if (v.view)
+      for (const auto& g : v.view->groups) merged = merged || g.size() > 1;
+    if (!merged) return x;
+    const std::string key = internal_key(x + ".solid");
+    if (!values_.count(key)) unary(op_name(".copy"), x, key, x + ".copy", "{0}");
+    return key;
+  }
+
+  // Y = X read at a shifted, strided or fixed position per dimension: `idx[d]` is the index of
+  // input dimension d in terms of the output axes (a copy operator).
+  void copy_op(const std::string& name, const std::string& x, const Shape& out_shape, const std::string& out_key,
+               const std::string& out_hint, const std::function<Index(std::size_t, const std::vector<std::string>&)>& idx) {
+    if (out_shape.empty()) fail_node("the result is a scalar; it needs at least one dimension");
+    for (auto d : out_shape)
+      if (d < 1) fail_node(fmt::format("the result {} has an empty dimension", shape_str(out_shape)));
+    const std::string src = solid(x);
+    OpBuild b = start(name, out_key, out_hint, out_shape);
+    b.rhs = "{0}";
+    std::vector<Index> ix;
+    for (std::size_t d = 0; d < value(src).shape.size(); ++d) ix.push_back(idx(d, b.out_axes));
+    b.in.push_back({src, ix});
+    emit(std::move(b));
+  }
+
+  static Index affine(std::int64_t coeff, const std::string& axis, std::int64_t offset) {
+    Index ix;
+    if (coeff != 0) ix.terms.push_back({coeff, axis});
+    ix.offset = offset;
+    return ix;
+  }
+
+  // Concat of computed values: out = X0 + X1 shifted + ... (a read past an input's end is absent,
+  // i.e. zero), one operator per extra input.
+  void concat() {
+    const std::string& first = need_input(0);
+    const Shape s0 = value(first).shape;
+    if (s0.empty()) fail_node("inputs are scalars");
+    const auto axis = static_cast<std::size_t>(norm_axis(attr_int("axis", 0), s0.size(), "axis"));
+    Shape out = s0;
+    std::vector<std::int64_t> at;
+    out[axis] = 0;
+    for (int k = 0; k < node_->input_size(); ++k) {
+      const Shape sk = value(need_input(k)).shape;
+      if (sk.size() != s0.size()) fail_node("inputs differ in rank");
+      for (std::size_t i = 0; i < sk.size(); ++i)
+        if (i != axis && sk[i] != s0[i])
+          fail_node(fmt::format("input {} is {} but input 0 is {}", k, shape_str(sk), shape_str(s0)));
+      at.push_back(out[axis]);
+      out[axis] += sk[axis];
+    }
+    if (node_->input_size() == 1) {
+      values_[output()] = value(first);
+      return;
+    }
+    std::string acc = first;
+    for (int k = 1; k < node_->input_size(); ++k) {
+      const bool last = k + 1 == node_->input_size();
+      const std::string key = last ? output() : internal_key(fmt::format("{}.{}", output(), k));
+      OpBuild b = start(op_name(last ? "" : fmt::format(".{}", k)), key, last ? output() : fmt::format("{}.{}", output(), k), out);
+      b.rhs = "{0} + {1}";
+      b.in.push_back({acc, plain_idx(b.out_axes)});
+      std::vector<Index> ix = plain_idx(b.out_axes);
+      ix[axis] = affine(1, b.out_axes[axis], -at[static_cast<std::size_t>(k)]);
+      b.in.push_back({solid(need_input(k)), ix});
+      emit(std::move(b));
+      acc = key;
+    }
+  }
+
+  void slice_data() {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    std::vector<std::int64_t> starts, ends, axes, steps;
+    if (opset_ >= 10) {
+      starts = int_const(need_input(1), "starts");
+      ends = int_const(need_input(2), "ends");
+      if (!input(3).empty()) axes = int_const(input(3), "axes");
+      if (!input(4).empty()) steps = int_const(input(4), "steps");
+    } else {
+      starts = attr_ints("starts").value_or(Shape{});
+      ends = attr_ints("ends").value_or(Shape{});
+      axes = attr_ints("axes").value_or(Shape{});
+    }
+    if (axes.empty())
+      for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      fail_node("starts, ends, axes and steps differ in length");
+    std::vector<SliceBounds> dims;
+    for (auto d : sx) dims.push_back({0, 1, d});
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      const auto a = static_cast<std::size_t>(norm_axis(axes[i], sx.size(), "axis"));
+      if (steps[i] < 1) fail_node(fmt::format("step {} on axis {}: only positive steps are supported on computed values", steps[i], axes[i]));
+      dims[a] = slice_bounds(sx[a], starts[i], ends[i], steps[i]);
+    }
+    sliced(x, dims, output());
+  }
+
+  // The value `x` restricted to `dims` (first, step, count per dimension) becomes `out`.
+  void sliced(const std::string& x, const std::vector<SliceBounds>& dims, const std::string& out) {
+    const Shape sx = value(x).shape;
+    Shape shape;
+    bool whole = true;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      shape.push_back(dims[d].len);
+      whole = whole && dims[d].start == 0 && dims[d].step == 1 && dims[d].len == sx[d];
+    }
+    if (whole) {
+      values_[out] = value(x);
+      return;
+    }
+    copy_op(op_name(out == output() ? "" : "." + out), x, shape, out, out,
+            [&](std::size_t d, const std::vector<std::string>& ax) { return affine(dims[d].step, ax[d], dims[d].start); });
+  }
+
+  void split_data() {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    if (sx.empty()) fail_node("the input is a scalar");
+    const auto axis = static_cast<std::size_t>(norm_axis(attr_int("axis", 0), sx.size(), "axis"));
+    std::vector<std::int64_t> sizes;
+    if (opset_ >= 13 && !input(1).empty()) sizes = int_const(input(1), "split");
+    else if (opset_ < 13) sizes = attr_ints("split").value_or(Shape{});
+    const auto parts = static_cast<std::int64_t>(node_->output_size());
+    if (sizes.empty()) {
+      if (sx[axis] % parts != 0) fail_node(fmt::format("dimension {} ({}) does not split into {} equal parts", axis, sx[axis], parts));
+      sizes.assign(static_cast<std::size_t>(parts), sx[axis] / parts);
+    }
+    if (static_cast<std::int64_t>(sizes.size()) != parts) fail_node("split sizes do not match the outputs");
+    std::int64_t at = 0;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      std::vector<SliceBounds> dims;
+      for (auto d : sx) dims.push_back({0, 1, d});
+      dims[axis] = {at, 1, sizes[k]};
+      at += sizes[k];
+      if (!node_->output(static_cast<int>(k)).empty()) sliced(x, dims, node_->output(static_cast<int>(k)));
+    }
+    if (at != sx[axis]) fail_node(fmt::format("split sizes add up to {}, the dimension is {}", at, sx[axis]));
+    outputs_supported_ = static_cast<int>(parts);
+  }
+
+  // Gather with constant indices: a scalar index reads one position (the dimension disappears);
+  // evenly spaced indices are a strided read.
+  void gather_data() {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    if (sx.empty()) fail_node("data is a scalar");
+    const auto idx = dense_const(need_input(1));
+    if (!idx)
+      fail_node(fmt::format("indices '{}' are computed at run time (an embedding lookup?); only constant indices are "
+                            "supported", need_input(1)));
+    const auto axis = static_cast<std::size_t>(norm_axis(attr_int("axis", 0), sx.size(), "axis"));
+    std::vector<std::int64_t> at;
+    for (double v : idx->v) {
+      auto i = static_cast<std::int64_t>(v);
+      if (i < -sx[axis] || i >= sx[axis]) fail_node(fmt::format("index {} is out of range for size {}", i, sx[axis]));
+      at.push_back(i < 0 ? i + sx[axis] : i);
+    }
+    if (idx->shape.size() > 1) fail_node("indices of rank > 1 are supported only on constants");
+    const std::int64_t step = at.size() > 1 ? at[1] - at[0] : 1;
+    for (std::size_t k = 1; k < at.size(); ++k)
+      if (at[k] - at[k - 1] != step || step < 1)
+        fail_node("indices that are not evenly spaced and increasing are supported only on constants");
+    if (at.empty()) fail_node("no indices");
+    Shape out;
+    for (std::size_t d = 0; d < sx.size(); ++d) {
+      if (d != axis) out.push_back(sx[d]);
+      else if (!idx->shape.empty()) out.push_back(static_cast<std::int64_t>(at.size()));
+    }
+    const bool scalar = idx->shape.empty();
+    copy_op(op_name(), x, out, output(), output(), [&](std::size_t d, const std::vector<std::string>& ax) {
+      if (d == axis) return scalar ? affine(0, "", at[0]) : affine(step, ax[d], at[0]);
+      return plain(ax[d < axis || !scalar ? d : d - 1]);
+    });
+  }
+
+  void pad() {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    const std::string mode = attr_string("mode", "constant");
+    if (mode != "constant") fail_node(fmt::format("mode '{}' is not supported (only constant padding with 0)", mode));
+    std::vector<std::int64_t> pads = opset_ >= 11 ? int_const(need_input(1), "pads") : attr_ints("pads").value_or(Shape{});
+    const double fill = opset_ >= 11 ? (input(2).empty() ? 0.0 : scalar_const(input(2)).value_or(NAN)) : attr_float("value", 0);
+    if (fill != 0) fail_node("only padding with 0 is supported (the value must be a constant 0)");
+    if (opset_ >= 18 && !input(3).empty()) fail_node("the axes input is not supported");
+    if (pads.size() != 2 * sx.size()) fail_node(fmt::format("pads has {} values for rank {}", pads.size(), sx.size()));
+    Shape out;
+    for (std::size_t d = 0; d < sx.size(); ++d) {
+      if (pads[d] < 0 || pads[d + sx.size()] < 0) fail_node("negative pads (cropping) are not supported");
+      out.push_back(sx[d] + pads[d] + pads[d + sx.size()]);
+    }
+    copy_op(op_name(), x, out, output(), output(),
+            [&](std::size_t d, const std::vector<std::string>& ax) { return affine(1, ax[d], -pads[d]); });
+  }
+
+  void expand() {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    const Shape out = broadcast(sx, int_const(need_input(1), "shape"));
+    if (out == sx) {
+      values_[output()] = value(x);
+      return;
+    }
+    const std::size_t lead = out.size() - sx.size();
+    copy_op(op_name(), x, out, output(), output(), [&](std::size_t d, const std::vector<std::string>& ax) {
+      return sx[d] == out[lead + d] ? plain(ax[lead + d]) : Index{};
+    });
+  }
+
+  // Where with a constant condition: Y = A * K + M, with K 1 where the condition holds and 0
+  // elsewhere and M the other branch's constant (or B * (1 - K) when both branches are computed).
+  // A branch of -inf (an attention mask) is one addition: A + M, M 0 or -inf.
+  void where() {
+    const auto cond = dense_const(need_input(0));
+    if (!cond) fail_node("the condition is computed at run time; only a constant condition (a mask) is supported");
+    const std::string &a = need_input(1), &b = need_input(2);
+    auto ca = scalar_const(a), cb = scalar_const(b);
+    if (ca && cb) fail_node("both branches are constants");
+    auto mask = [&](bool keep_true, double other) {
+      Dense m{cond->shape, {}, DenseType::Float};
+      for (double c : cond->v) m.v.push_back((c != 0) == keep_true ? 0.0 : other);
+      return m;
+    };
+    auto make = [&](const std::string& suffix, const Dense& d) {
+      const std::string name = output() + suffix;
+      set_constant(name, d);
+      return name;
+    };
+    if (ca || cb) {
+      const bool data_on_true = cb.has_value();
+      const std::string& x = data_on_true ? a : b;
+      const double c = data_on_true ? *cb : *ca;
+      if (std::isinf(c) && c < 0) {
+        binary(op_name(), "+", x, make(".mask", mask(data_on_true, c)), output(), output());
+        return;
+      }
+      const std::string k = make(".keep", mask(!data_on_true, 1.0));  // 1 where x is kept
+      const std::string key = internal_key(output() + ".kept");
+      binary(op_name(".keep"), "*", x, k, key, output() + ".kept");
+      binary(op_name(), "+", key, make(".fill", mask(data_on_true, c)), output(), output());
+      return;
+    }
+    const std::string ka = make(".keep_a", mask(false, 1.0)), kb = make(".keep_b", mask(true, 1.0));
+    const std::string ta = internal_key(output() + ".a"), tb = internal_key(output() + ".b");
+    binary(op_name(".a"), "*", a, ka, ta, output() + ".a");
+    binary(op_name(".b"), "*", b, kb, tb, output() + ".b");
+    binary(op_name(), "+", ta, tb, output(), output());
+  }
+
+  // Inference BatchNormalization: Y = X * S[c] + T[c] with S = scale / sqrt(var + eps) and
+  // T = B - mean * S folded at import.
+  void batchnorm() {
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    if (sx.size() < 2) fail_node("expects X [N,C,...]");
+    if (attr_int("training_mode", 0) != 0) fail_node("training_mode = 1 is not supported");
+    std::vector<Dense> p;
+    for (int k = 1; k <= 4; ++k) {
+      auto d = dense_const(need_input(k));
+      if (!d || d->shape != Shape{sx[1]})
+        fail_node(fmt::format("input {} ('{}') must be a constant of shape [{}]", k, need_input(k), sx[1]));
+      p.push_back(std::move(*d));
+    }
+    const double eps = attr_float("epsilon", 1e-5);
+    Dense scale{{sx[1]}, {}, DenseType::Float}, shift{{sx[1]}, {}, DenseType::Float};
+    for (std::int64_t c = 0; c < sx[1]; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      const double sc = p[0].v[i] / std::sqrt(p[3].v[i] + eps);
+      scale.v.push_back(sc);
+      shift.v.push_back(p[1].v[i] - p[2].v[i] * sc);
+    }
+    set_constant(output() + ".bn_scale", scale);
+    set_constant(output() + ".bn_shift", shift);
+    const std::string key = internal_key(output() + ".scaled");
+    for (int pass = 0; pass < 2; ++pass) {
+      OpBuild b = start(op_name(pass == 0 ? ".scale" : ""), pass == 0 ? key : output(),
+                        pass == 0 ? output() + ".scaled" : output(), sx);
+      b.rhs = pass == 0 ? "{0} * {1}" : "{0} + {1}";
+      b.in.push_back({pass == 0 ? x : key, plain_idx(b.out_axes)});
+      b.in.push_back({output() + (pass == 0 ? ".bn_scale" : ".bn_shift"), {plain("a1")}});
+      emit(std::move(b));
+    }
+  }
+
   void gemm() {
-    if (attr_float("alpha", 1.0) != 1.0 || attr_float("beta", 1.0) != 1.0)
-      fail_node("only alpha = 1 and beta = 1 are supported");
+    const double alpha = attr_float("alpha", 1.0), beta = attr_float("beta", 1.0);
     const std::string& a = need_input(0);
     const std::string& bn = need_input(1);
     if (value(a).shape.size() != 2 || value(bn).shape.size() != 2)
       fail_node(fmt::format("A and B must be 2-D (got {} and {})", shape_str(value(a).shape), shape_str(value(bn).shape)));
     const bool ta = attr_int("transA", 0) != 0, tb = attr_int("transB", 0) != 0;
-    const std::string& c = input(2);
-    if (c.empty()) {
+    std::string c = input(2);
+    if (beta == 0) c.clear();
+    const bool scaled = alpha != 1.0;
+    if (c.empty() && !scaled) {
       matmul(op_name(), a, bn, ta, tb, output(), output());
       return;
     }
     const std::string key = internal_key(output() + ".mm");
     matmul(op_name(), a, bn, ta, tb, key, output() + ".mm");
-    binary(op_name(".bias"), '+', key, c, output(), output());
+    std::string prod = key;
+    if (scaled) {  // alpha * (A x B)
+      prod = c.empty() ? output() : internal_key(output() + ".alpha");
+      unary(op_name(".alpha"), key, prod, c.empty() ? output() : output() + ".alpha", "{0} * " + fmt_number(alpha));
+      if (c.empty()) return;
+    }
+    if (beta != 1.0) {  // beta * C
+      const std::string cb = internal_key(output() + ".beta");
+      if (auto k = scalar_const(c)) {
+        set_constant(output() + ".beta_c", Dense{{}, {*k * beta}, DenseType::Float});
+        c = output() + ".beta_c";
+      } else {
+        unary(op_name(".beta"), c, cb, output() + ".beta", "{0} * " + fmt_number(beta));
+        c = cb;
+      }
+    }
+    binary(op_name(".bias"), "+", prod, c, output(), output());
   }
 
   void conv() {
@@ -994,8 +1531,16 @@ class Importer {
     if (sx.size() < 3 || sx.size() != sw.size())
       fail_node(fmt::format("expects X [N,C,spatial...] and W [F,C,kernel...] of the same rank (got {} and {})",
                             shape_str(sx), shape_str(sw)));
-    if (attr_int("group", 1) != 1) fail_node("only group = 1 is supported");
-    if (sw[1] != sx[1]) fail_node(fmt::format("W {} has {} input channels but X {} has {}", shape_str(sw), sw[1], shape_str(sx), sx[1]));
+    const std::int64_t groups = attr_int("group", 1);
+    if (groups < 1 || sx[1] % groups != 0 || sw[0] % groups != 0)
+      fail_node(fmt::format("group = {} does not divide the {} input and {} output channels", groups, sx[1], sw[0]));
+    if (sw[1] * groups != sx[1])
+      fail_node(fmt::format("W {} has {} input channels per group but X {} has {} in {} group(s)", shape_str(sw), sw[1],
+                            shape_str(sx), sx[1], groups));
+    if (groups > 1) {
+      grouped_conv(groups);
+      return;
+    }
     const std::size_t n = sx.size() - 2;
     Shape kernel(sw.begin() + 2, sw.end());
     if (auto ks = attr_ints("kernel_shape"))
@@ -1025,6 +1570,53 @@ class Importer {
     OpBuild bb = start(op_name(".bias"), output(), output(), out);
     bb.rhs = "{0} + {1}";
     bb.in.push_back({key, plain_idx(bb.out_axes)});
+    bb.in.push_back({bias, {plain("a1")}});
+    emit(std::move(bb));
+  }
+
+  // Grouped (and depthwise) convolution: the output channel f is split into (group, channel in
+  // group), so that the group selects the input channels by an affine index:
+  //   O[n,g,f,y,x] += X[n,(C/G)*g+c,..] * W[(F/G)*g+f,c,..], and the ONNX value merges (g, f).
+  void grouped_conv(std::int64_t groups) {
+    const std::string& x = need_input(0);
+    const std::string& w = need_input(1);
+    const Shape sx = value(x).shape, sw = value(w).shape;
+    const std::size_t n = sx.size() - 2;
+    Shape kernel(sw.begin() + 2, sw.end());
+    Window win = window(sx, kernel, false);
+    const std::int64_t per_group = sw[0] / groups;
+    Shape split{sx[0], groups, per_group};
+    split.insert(split.end(), win.out.begin(), win.out.end());
+    const std::string key = internal_key(output() + ".conv");
+    OpBuild b = start(op_name(), key, output() + ".conv", split);
+    b.extent["r0"] = sw[1];
+    std::vector<Index> ix{plain("a0"), affine(sw[1], "a1", 0)}, iw{affine(per_group, "a1", 0), plain("r0")};
+    add_scaled(ix[1], plain("r0"), 1);
+    add_scaled(iw[0], plain("a2"), 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string r = fmt::format("r{}", i + 1);
+      b.extent[r] = kernel[i];
+      ix.push_back(window_index(b.out_axes[3 + i], win.strides[i], r, win.pad_begin[i]));
+      iw.push_back(plain(r));
+    }
+    b.assign = "+=";
+    b.rhs = "{0} * {1}";
+    b.in.push_back({x, ix});
+    b.in.push_back({w, iw});
+    emit(std::move(b));
+    Shape out{sx[0], sw[0]};
+    out.insert(out.end(), win.out.begin(), win.out.end());
+    const std::string& bias = input(2);
+    if (bias.empty()) {
+      values_[output()] = reshape(values_.at(key), out);
+      return;
+    }
+    const std::string merged = internal_key(output() + ".merged");
+    values_[merged] = reshape(values_.at(key), out);
+    if (value(bias).shape != Shape{sw[0]}) fail_node(fmt::format("bias B must be [{}], got {}", sw[0], shape_str(value(bias).shape)));
+    OpBuild bb = start(op_name(".bias"), output(), output(), out);
+    bb.rhs = "{0} + {1}";
+    bb.in.push_back({merged, plain_idx(bb.out_axes)});
     bb.in.push_back({bias, {plain("a1")}});
     emit(std::move(bb));
   }
@@ -1246,7 +1838,36 @@ class Importer {
     }
   }
 
+  // Symbolic input dimensions without a value: reported together, with how to set them.
+  struct SymbolicDim {};
+  void report_symbolic_dims() {
+    for (const auto& [name, value] : options_.dims)
+      if (!used_dims_.count(name) && !symbolic_.count(name)) {
+        std::string known;
+        for (const auto& in : model_.graph().input())
+          if (in.type().has_tensor_type() && in.type().tensor_type().has_shape())
+            for (const auto& d : in.type().tensor_type().shape().dim())
+              if (d.has_dim_param()) known += fmt::format("{}'{}'", known.empty() ? "" : ", ", d.dim_param());
+        fail(fmt::format("--dim {}: the model has no symbolic input dimension of that name ({})", name,
+                         known.empty() ? "it has none" : "it has " + known));
+      }
+    if (symbolic_.empty()) return;
+    std::string list, example;
+    for (const auto& [name, where] : symbolic_) {
+      std::string w;
+      for (const auto& x : where) w += (w.empty() ? "" : ", ") + x;
+      list += fmt::format("{}'{}' ({})", list.empty() ? "" : "; ", name, w);
+      example += fmt::format(" --dim {}=N", name);
+    }
+    fail(fmt::format("symbolic input dimensions need values: {}. Set them with{}", list, example));
+  }
+
   std::string path_;
+  ImportOptions options_;
+  std::set<std::string> used_dims_, poisoned_;
+  std::map<std::string, std::vector<std::string>> symbolic_;
+  std::vector<std::string> problems_;
+  std::map<std::string, int> problem_ops_;
   onnx::ModelProto model_;
   std::int64_t opset_ = 0;
   Workload wl_;
@@ -1267,6 +1888,8 @@ class Importer {
 
 }  // namespace
 
-Workload import_onnx(const std::string& path) { return Importer(path).run(); }
+Workload import_onnx(const std::string& path, const ImportOptions& options) {
+  return Importer(path, options).run();
+}
 
 }  // namespace tessera::ir

@@ -15,14 +15,22 @@
 //   - Tensor and operator names are the ONNX names with characters the expression parser does
 //     not accept replaced by '_' (and made unique); unnamed nodes are called `<OpType>_<index>`.
 //   - Every error is a tessera::Error starting with the file path, and names the node or tensor.
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "compiler/ir/graph.h"
 
 namespace tessera::ir {
 
+struct ImportOptions {
+  // Values of symbolic input dimensions, by name (`--dim batch_size=8`).
+  std::map<std::string, std::int64_t> dims;
+};
+
 // Reads and converts the model; the result is finalized. The workload is named after the file
-// (its name without directory and extension).
-Workload import_onnx(const std::string& path);
+// (its name without directory and extension). When nodes cannot be imported, the error lists
+// every one of them (not only the first).
+Workload import_onnx(const std::string& path, const ImportOptions& options = {});
 
 }  // namespace tessera::ir

@@ -8,11 +8,11 @@ namespace tessera::sim {
 
 namespace {
 
-constexpr const char* kVecOpNames[kVecOps] = {"add",  "sub",  "mul", "div",  "max",
-                                              "relu", "gelu", "exp", "copy", "rsqrt"};
+constexpr const char* kVecOpNames[kVecOps] = {"add",  "sub",  "mul", "div", "max",     "relu", "gelu", "exp",
+                                              "copy", "rsqrt", "min", "pow", "sigmoid", "tanh", "erf",  "sqrt"};
 // Default cycles per lane group: simple ALU ops issue every cycle, transcendental ones take a
 // short microcoded sequence (assumption; calibrate against the target).
-constexpr Cycles kDefaultVecCycles[kVecOps] = {1, 1, 1, 4, 1, 1, 8, 4, 1, 4};
+constexpr Cycles kDefaultVecCycles[kVecOps] = {1, 1, 1, 4, 1, 1, 8, 4, 1, 4, 1, 8, 8, 8, 8, 4};
 
 void require(bool ok, const JsonReader& r, const std::string& key, const std::string& msg) {
   if (!ok) r.fail(key, msg);
@@ -57,7 +57,7 @@ VectorUnitConfig parse_vector(const JsonReader& r) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       auto op = parse_vec_op(it.key());
       if (!op) ops.fail(it.key(), "not a vector operation (expected add, sub, mul, div, max, "
-                                  "relu, gelu, exp, copy or rsqrt)");
+                                  "relu, gelu, exp, copy, rsqrt, min, pow, sigmoid, tanh, erf or sqrt)");
       std::uint64_t c = ops.u64(it.key());
       require(c >= 1, ops, it.key(), "expected at least 1 cycle");
       v.op_cycles[static_cast<int>(*op)] = c;

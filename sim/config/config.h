@@ -14,8 +14,8 @@
 namespace tessera::sim {
 
 // Vector-unit operations; cycles per group of `lanes` elements are configurable.
-enum class VecOp : std::uint8_t { Add, Sub, Mul, Div, Max, Relu, Gelu, Exp, Copy, Rsqrt };
-constexpr int kVecOps = 10;
+enum class VecOp : std::uint8_t { Add, Sub, Mul, Div, Max, Relu, Gelu, Exp, Copy, Rsqrt, Min, Pow, Sigmoid, Tanh, Erf, Sqrt };
+constexpr int kVecOps = 16;
 const char* vec_op_name(VecOp op);
 std::optional<VecOp> parse_vec_op(const std::string& name);
 

@@ -205,6 +205,12 @@ float apply(ir::Fn fn, float a, float b) {
     case ir::Fn::Relu: return std::max(a, 0.0f);
     case ir::Fn::Gelu: return 0.5f * a * (1.0f + std::erf(a / std::sqrt(2.0f)));
     case ir::Fn::Exp: return std::exp(a);
+    case ir::Fn::Min: return std::min(a, b);
+    case ir::Fn::Pow: return std::pow(a, b);
+    case ir::Fn::Sigmoid: return 1.0f / (1.0f + std::exp(-a));
+    case ir::Fn::Tanh: return std::tanh(a);
+    case ir::Fn::Erf: return std::erf(a);
+    case ir::Fn::Sqrt: return std::sqrt(a);
     default: return a;
   }
 }

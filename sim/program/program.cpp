@@ -233,8 +233,8 @@ class CoreReader {
     } else if (auto op = parse_vec_op(kind)) {
       ck = ComputeKind::Elementwise;
       std::uint64_t n = positive("elements");
-      bool binary = *op == VecOp::Add || *op == VecOp::Sub || *op == VecOp::Mul ||
-                    *op == VecOp::Div || *op == VecOp::Max;
+      bool binary = *op == VecOp::Add || *op == VecOp::Sub || *op == VecOp::Mul || *op == VecOp::Div ||
+                    *op == VecOp::Max || *op == VecOp::Min || *op == VecOp::Pow;
       // A binary op with one input buffer takes its other operand as a constant (X * 0.125).
       want_inputs(1, binary ? 2 : 1);
       if (dense_inputs)
