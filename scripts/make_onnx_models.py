@@ -24,6 +24,10 @@ Uses Debian's python3-onnx and python3-numpy only; nothing is downloaded. Weight
   symbolic.onnx     an input with a symbolic batch dimension (error test)
   lone_erf.onnx     Erf outside the GELU pattern (error test)
   merge_window.onnx a Reshape merging [4,4] into a convolution's spatial dimension (error test)
+  folding.onnx      Shape -> Gather -> Unsqueeze -> Concat -> Reshape (folded at import) + Relu
+  dataops.onnx      Slice, Concat, Where on a constant mask, Sigmoid, Clip, ReduceMean, Pow
+  depthwise.onnx    a depthwise (group = channels) convolution
+  problems.onnx     two unsupported nodes in one model (error test: both are reported)
 """
 import os
 import sys
@@ -224,6 +228,48 @@ def errors(out):
          [ints("shape", [1, 3, 16, 16]), weight("w", 8, 3, 3, 3)])
 
 
+def exporter_ops(out):
+    """What exporters write: shape arithmetic to fold, and the data ops of issue 11."""
+    N = helper.make_node
+    # x [2,3,4] -> Reshape to (Shape(x)[0], -1) = [2,12] -> Relu: the shape path folds away.
+    save(out, "folding",
+         [N("Shape", ["x"], ["s"], name="shape"),
+          N("Gather", ["s", "zero"], ["n"], name="take_n", axis=0),
+          N("Unsqueeze", ["n", "axes0"], ["n1"], name="unsq"),
+          N("Concat", ["n1", "minus1"], ["target"], name="cat_shape", axis=0),
+          N("Reshape", ["x", "target"], ["xr"], name="reshape"),
+          N("Relu", ["xr"], ["y"], name="relu")],
+         [vi("x", [2, 3, 4])], [vi("y", [2, 12])],
+         [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1])])
+    # x [2,8]: Slice columns 2..6 -> Concat(x, slice) -> [2,12]; Where(causal-style mask, ., -inf);
+    # Sigmoid; Clip to [0.25, 0.75]; ReduceMean over the last axis (keepdims); Pow 2.
+    mask = np.array([1, 0] * 6, dtype=bool)
+    save(out, "dataops",
+         [N("Slice", ["x", "st", "en", "ax"], ["xs"], name="slice"),
+          N("Concat", ["x", "xs"], ["xc"], name="concat", axis=1),
+          N("Where", ["mask", "xc", "ninf"], ["xw"], name="where"),
+          N("Sigmoid", ["xw"], ["sg"], name="sigmoid"),
+          N("Clip", ["sg", "lo", "hi"], ["cl"], name="clip"),
+          N("ReduceMean", ["cl"], ["rm"], name="mean", axes=[1], keepdims=1),
+          N("Pow", ["rm", "two"], ["y"], name="square")],
+         [vi("x", [2, 8])], [vi("y", [2, 1])],
+         [ints("st", [2]), ints("en", [6]), ints("ax", [1]), numpy_helper.from_array(mask, "mask"),
+          scalar("ninf", -np.inf), scalar("lo", 0.25), scalar("hi", 0.75), scalar("two", 2.0)])
+    # Depthwise convolution: 4 channels, 4 groups, 3x3, pads 1.
+    save(out, "depthwise",
+         [N("Conv", ["x", "w"], ["y"], name="dw", group=4, kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+         [vi("x", [1, 4, 6, 6])], [vi("y", [1, 4, 6, 6])], [weight("w", 4, 1, 3, 3)])
+    # Two problems in one model (a TopK and a Softmax on axis 0) and a node that only reads the
+    # TopK's output, which is not listed.
+    save(out, "problems",
+         [N("TopK", ["x", "k"], ["tv", "ti"], name="top_k"),
+          N("Relu", ["tv"], ["r"], name="after_topk"),
+          N("Softmax", ["x"], ["sm"], name="sm0", axis=0),
+          N("Relu", ["x"], ["ok"], name="fine")],
+         [vi("x", [4, 8])], [vi("r", [4, 2]), vi("sm", [4, 8]), vi("ok", [4, 8])],
+         [ints("k", [2])])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_onnx_models.py OUT_DIR")
@@ -235,6 +281,7 @@ def main():
     ops(out)
     variants(out)
     errors(out)
+    exporter_ops(out)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ std::vector<int> Workload::consumers(const std::string& t) const {
 }
 
 const Operator& Workload::add_op(const std::string& oname, const std::string& text,
-                                 const std::map<std::string, std::int64_t>& output_extents) {
+                                 const std::map<std::string, std::int64_t>& output_extents, bool extents_rule) {
   auto fail = [&](const std::string& msg) -> void {
     throw Error(fmt::format("workload: operator '{}' ({}): {}", oname, text, msg));
   };
@@ -92,11 +92,13 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
     if (!fresh && it->second != ext)
       fail(fmt::format("axis '{}' has extent {} elsewhere but {} in {}", axis, it->second, ext, from));
   };
-  // Given extents come first: with them a plain index may read a prefix of a longer dimension
-  // (a slice) or run past the end of a shorter one (concatenation; absent elements are zero).
-  // Without them, a plain index fixes its axis's extent, and two plain reads must agree.
+  // With `extents_rule`, the given extents come first: a plain index may then read a prefix of a
+  // longer dimension (a slice) or run past the end of a shorter one (concatenation; absent
+  // elements are zero). Otherwise a plain index fixes its axis's extent, and every plain read
+  // and given extent must agree.
   const auto axes = e.all_axes();
   for (const auto& [a, ext] : output_extents) {
+    if (!extents_rule) break;
     if (std::find(axes.begin(), axes.end(), a) == axes.end())
       fail(fmt::format("an extent is given for axis '{}', which the expression does not use", a));
     if (ext <= 0) fail(fmt::format("extent of axis '{}' must be positive", a));
@@ -111,7 +113,7 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
     if (t.shape.size() != in.indices.size())
       fail(fmt::format("tensor '{}' has {} dimensions but is indexed with {}", in.tensor, t.shape.size(), in.indices.size()));
     for (std::size_t d = 0; d < in.indices.size(); ++d)
-      if (in.indices[d].plain() && !output_extents.count(in.indices[d].terms[0].axis))
+      if (in.indices[d].plain() && !(extents_rule && output_extents.count(in.indices[d].terms[0].axis)))
         bind(in.indices[d].terms[0].axis, t.shape[d], in.str());
   }
   const bool declared = has_tensor(e.output.tensor);
@@ -122,6 +124,13 @@ const Operator& Workload::add_op(const std::string& oname, const std::string& te
     if (t.shape.size() != e.output.indices.size())
       fail(fmt::format("output '{}' has {} dimensions but is indexed with {}", t.name, t.shape.size(), e.output.indices.size()));
     for (std::size_t d = 0; d < t.shape.size(); ++d) bind(e.output.indices[d].terms[0].axis, t.shape[d], e.output.str());
+  }
+  for (const auto& [a, ext] : output_extents) {
+    if (extents_rule) break;
+    if (std::find(axes.begin(), axes.end(), a) == axes.end())
+      fail(fmt::format("an extent is given for axis '{}', which the expression does not use", a));
+    if (ext <= 0) fail(fmt::format("extent of axis '{}' must be positive", a));
+    bind(a, ext, "the given output extents");
   }
   for (const auto& in : e.inputs)
     for (const auto& ix : in.indices)

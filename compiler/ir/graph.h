@@ -45,10 +45,12 @@ class Workload {
                   Dtype dtype = Dtype::Fp16);
   // Parses `expr`, declares its output as an activation with the shape implied by the inputs
   // (or checks it, if already declared), infers axis extents, and adds the operator.
-  // `output_extents` fixes the extents of the axes it names (an importer gives them all); a plain
-  // index may then read a prefix of a longer dimension, or past the end of a shorter one.
+  // `output_extents` gives extents of output axes that no input fixes (rare). With `extents_rule`
+  // (the ONNX importer, which gives every axis) they are authoritative instead: a plain index may
+  // then read a prefix of a longer dimension (Slice) or past the end of a shorter one (Concat).
   const Operator& add_op(const std::string& name, const std::string& expr,
-                         const std::map<std::string, std::int64_t>& output_extents = {});
+                         const std::map<std::string, std::int64_t>& output_extents = {},
+                         bool extents_rule = false);
   void mark_output(const std::string& tensor);
   // Marks every activation that no operator reads as an output; checks there is at least one op.
   void finalize();

@@ -329,7 +329,6 @@ class Importer {
       if (dim.has_dim_param()) {
         auto it = options_.dims.find(dim.dim_param());
         if (it != options_.dims.end()) {
-          if (it->second < 1) fail(fmt::format("--dim {}={}: expected a positive size", it->first, it->second));
           s.push_back(it->second);
           used_dims_.insert(it->first);
           continue;
@@ -666,7 +665,7 @@ class Importer {
     for (const auto& [a, e] : b.extent)
       if (used.count(a)) extents[a] = e;
     try {
-      wl_.add_op(b.name, text, extents);
+      wl_.add_op(b.name, text, extents, true);
     } catch (const Error& e) {
       fail_node(e.what());
     }
@@ -1841,6 +1840,8 @@ class Importer {
   // Symbolic input dimensions without a value: reported together, with how to set them.
   struct SymbolicDim {};
   void report_symbolic_dims() {
+    for (const auto& [name, value] : options_.dims)
+      if (value < 1) fail(fmt::format("--dim {}={}: expected a positive size", name, value));
     for (const auto& [name, value] : options_.dims)
       if (!used_dims_.count(name) && !symbolic_.count(name)) {
         std::string known;

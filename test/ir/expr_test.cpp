@@ -161,12 +161,12 @@ TEST_CASE("expr: malformed text gives the column and the problem", "[expr]") {
   CHECK_THAT(error_of("C[m,n] A[m,k]"),
              Contains("expression \"C[m,n] A[m,k]\"") && Contains("column 8: expected '=', '+=', 'max=' or 'avg='"));
   CHECK_THAT(error_of("C[m,n] = foo(A[m,n])"), Contains("column 10: unknown function 'foo'"));
-  CHECK_THAT(error_of("C[m,n] = A[m,n] % B[m,n]"), Contains("column 17: expected '*', '+', '-', '/' or 'max'"));
+  CHECK_THAT(error_of("C[m,n] = A[m,n] % B[m,n]"), Contains("column 17: expected '*', '+', '-', '/', 'max', 'min' or 'pow'"));
   CHECK_THAT(error_of("C[m,n] = A[m,n"), Contains("column 15: expected ',' or ']'"));
   CHECK_THAT(error_of("C[] = A[m]"), Contains("tensor 'C' needs at least one index"));
   CHECK_THAT(error_of("C = A[m]"), Contains("column 3: expected '[' after tensor 'C'"));
   CHECK_THAT(error_of("[m] = A[m]"), Contains("column 1: expected a name"));
-  CHECK_THAT(error_of("C[m] = A[m] B[m]"), Contains("column 13: expected '*', '+', '-', '/' or 'max'"));
+  CHECK_THAT(error_of("C[m] = A[m] B[m]"), Contains("column 13: expected '*', '+', '-', '/', 'max', 'min' or 'pow'"));
   CHECK_THAT(error_of("C[m] = A[m] + B[m] + D[m]"), Contains("column 20: unexpected text after the expression"));
   CHECK_THAT(error_of("C[m] = relu(A[m]"), Contains("expected ',' or ')'"));
   CHECK_THAT(error_of("C[m] = 2 A[m]"), Contains("column 10: expected an operator after the number"));

@@ -203,12 +203,70 @@ TEST_CASE("ONNX import errors name the file, the node and what is supported", "[
                     Contains("node 'reshape_64' (Reshape): reshape from [4,6] to [6,4] is not a layout view") &&
                         Contains("Supported: splitting a dimension"));
   CHECK_THROWS_WITH(import_onnx(model("symbolic")),
-                    Contains("symbolic.onnx: input 'x': dimension 0 is symbolic ('batch'); the importer needs static shapes"));
-  CHECK_THROWS_WITH(import_onnx(model("lone_erf")),
-                    Contains("node 'erf' (Erf): Erf is supported only inside the GELU pattern"));
+                    Contains("symbolic.onnx: symbolic input dimensions need values: 'batch' ('x' dimension 0). Set them "
+                             "with --dim batch=N"));
+  CHECK_THROWS_WITH(import_onnx(model("symbolic"), ImportOptions{{{"batch", 2}, {"seq", 4}}}),
+                    Contains("--dim seq: the model has no symbolic input dimension of that name (it has 'batch')"));
+  CHECK_THROWS_WITH(import_onnx(model("symbolic"), ImportOptions{{{"batch", 0}}}),
+                    Contains("--dim batch=0: expected a positive size"));
+  // Every problem in one report; the Relu that reads the TopK is a consequence, not listed.
+  const std::string problems = model("problems");
+  CHECK_THROWS_WITH(import_onnx(problems),
+                    StartsWith(problems + ": 2 problems (1 Softmax, 1 TopK); nodes that only depend on them are not "
+                               "listed:\n  node 'top_k' (TopK): unsupported operator") &&
+                        Contains("\n  node 'sm0' (Softmax): axis 0 is not the last axis") && !Contains("after_topk"));
   CHECK_THROWS_WITH(import_onnx(model("merge_window")),
                     Contains("node 'conv' (Conv): input 'xm' merges dimensions (a Reshape) and dimension 2 is read with "
                              "the index 'a2+r1-1'; merged dimensions can only be read by plain axes"));
+}
+
+TEST_CASE("ONNX symbolic dimensions take --dim values; Erf on its own", "[onnx]") {
+  const Workload w = import_onnx(model("symbolic"), ImportOptions{{{"batch", 3}}});
+  CHECK(w.tensor("x").shape.at(0) == 3);
+  const Workload e = import_onnx(model("lone_erf"));
+  REQUIRE(e.ops().size() == 1);
+  CHECK(e.ops()[0].expr.text == "y[a0,a1] = erf(x[a0,a1])");
+}
+
+TEST_CASE("ONNX shape arithmetic folds away at import", "[onnx]") {
+  // Shape(x)[0] = 2, unsqueezed and concatenated with -1: Reshape x [2,3,4] to [2,12]. Only the
+  // Relu is an operator; it reads x through the merging view, so its output keeps [2,3,4].
+  const Workload w = import_onnx(model("folding"));
+  REQUIRE(w.ops().size() == 1);
+  CHECK(w.ops()[0].expr.text == "y[a0,a1_0,a1_1] = relu(x[a0,a1_0,a1_1])");
+  CHECK(w.tensor("y").shape == std::vector<std::int64_t>{2, 3, 4});
+  CHECK(w.parameter_count() == 0);
+}
+
+TEST_CASE("ONNX data ops: Slice, Concat, Where on a mask, Sigmoid, Clip, ReduceMean, Pow", "[onnx]") {
+  const Workload w = import_onnx(model("dataops"));
+  std::vector<std::string> texts;
+  for (const auto& op : w.ops()) texts.push_back(op.expr.text);
+  // columns 2..5 of x; x then the slice (read 8 columns back, absent before); the mask adds 0
+  // on even columns and -inf on odd ones; the clip is a max then a min; the mean over columns.
+  const std::vector<std::string> want = {
+      "xs[a0,a1] = x[a0,a1+2]",
+      "xc[a0,a1] = x[a0,a1] + xs[a0,a1-8]",
+      "xw[a0,a1] = xc[a0,a1] + xw.mask[a1]",
+      "sg[a0,a1] = sigmoid(xw[a0,a1])",
+      "cl.0[a0,a1] = sg[a0,a1] max 0.25",
+      "cl[a0,a1] = cl.0[a0,a1] min 0.75",
+      "rm[a0] avg= cl[a0,r0]",
+      "y[a0,a1] = rm[a0] pow 2"};  // y is [2,1]: the unit dimension of the kept mean is not read
+  CHECK(texts == want);
+  CHECK(w.tensor("xc").shape == std::vector<std::int64_t>{2, 12});
+  CHECK(w.tensor("xw.mask").shape == std::vector<std::int64_t>{12});
+  CHECK(w.parameter_count() == 12);  // the mask; the scalars are numbers in the expressions
+}
+
+TEST_CASE("ONNX depthwise convolution splits the channel into (group, channel in group)", "[onnx]") {
+  // 4 groups of 1 channel: O[n,g,f,y,x] += X[n,1*g+c,y+ky-1,x+kx-1] * W[1*g+f,c,ky,kx], c and f of
+  // extent 1; the [1,4,1,6,6] result is the ONNX [1,4,6,6] value.
+  const Workload w = import_onnx(model("depthwise"));
+  REQUIRE(w.ops().size() == 1);
+  CHECK(w.ops()[0].expr.text == "y.conv[a0,a1,a2,a3,a4] += x[a0,a1+r0,a3+r1-1,a4+r2-1] * w[a1+a2,r0,r1,r2]");
+  CHECK(w.tensor("y.conv").shape == std::vector<std::int64_t>{1, 4, 1, 6, 6});
+  CHECK(w.ops()[0].flops() == 2 * 4 * 36 * 9);
 }
 
 TEST_CASE("ONNX import: missing and non-ONNX files", "[onnx]") {
