@@ -23,7 +23,28 @@ ir::Workload load_workload(const CompileArgs& a) {
   mo.batch = a.batch;
   mo.seq_len = a.seq;
   mo.layers = a.layers;
+  mo.dims = parse_dims(a.dims);
   return compiler::load_workload(a.workload, mo);
+}
+
+std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& specs) {
+  std::map<std::string, std::int64_t> dims;
+  for (const auto& s : specs) {
+    const auto eq = s.find('=');
+    std::int64_t v = 0;
+    std::size_t used = 0;
+    if (eq != std::string::npos && eq > 0) {
+      try {
+        v = std::stoll(s.substr(eq + 1), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+    }
+    if (eq == std::string::npos || eq == 0 || used == 0 || used != s.size() - eq - 1 || v < 1)
+      throw Error(fmt::format("--dim '{}': expected NAME=VALUE with a positive integer value (e.g. --dim batch_size=8)", s));
+    if (!dims.emplace(s.substr(0, eq), v).second) throw Error(fmt::format("--dim {}: given twice", s.substr(0, eq)));
+  }
+  return dims;
 }
 
 compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config& cfg) {
@@ -35,8 +56,11 @@ compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config
 void add_model_options(CLI::App* cmd, CompileArgs& a) {
   cmd->add_option("--config", a.config, "hardware config JSON (docs/config.md)")->required();
   cmd->add_option("--workload", a.workload, "built-in model name, workload JSON (docs/workload.md) or .onnx file")->required();
-  cmd->add_option("--batch", a.batch, "batch size of a built-in model")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--seq", a.seq, "sequence length of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch", a.batch, "batch size of a built-in model, or of an ONNX model's symbolic batch dimension")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seq", a.seq, "sequence length of a built-in model (0: its default), or of an ONNX model's symbolic "
+                                  "sequence dimension")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dim", a.dims, "NAME=VALUE: a symbolic input dimension of an ONNX model (repeatable)");
   cmd->add_option("--layers", a.layers, "layers of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--calibration", a.calibration,
                   "cost-model calibration JSON (tessera calibrate; configs/calibrations/<config>.json); default: the analytical model");

@@ -9,6 +9,7 @@ namespace tessera::cli {
 struct CompileArgs {
   std::string config, workload, out, results, trace;
   std::int64_t batch = 1, seq = 0, layers = 0;
+  std::vector<std::string> dims;  // --dim name=value (ONNX symbolic dimensions)
   compiler::CompileOptions opt;
   bool quiet = false;
   bool save_workload = false;
@@ -22,6 +23,8 @@ void write_json(const std::string& path, const Json& j, int indent = 2);
 // The workload and the compile options the arguments name (the calibration loaded and checked
 // against `cfg`).
 ir::Workload load_workload(const CompileArgs& a);
+// --dim NAME=VALUE arguments; a malformed one is an Error naming it.
+std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& specs);
 compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config& cfg);
 // --config, --workload, --batch ... and --calibration, shared by compile, run and validate-cost.
 void add_model_options(CLI::App* cmd, CompileArgs& a);

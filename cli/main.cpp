@@ -5,6 +5,7 @@
 
 #include "cli/bench.h"
 #include "cli/compile_cmd.h"
+#include "cli/inspect_cmd.h"
 #include "cli/cost_cmd.h"
 #include "cli/traffic_cmd.h"
 #include "compiler/lower/patterns.h"
@@ -82,6 +83,10 @@ int main(int argc, char** argv) {
   tessera::cli::add_compile_options(run, runa, true);
 
   tessera::cli::CalibrateArgs cala;
+  tessera::cli::InspectArgs inspa;
+  auto* inspect = app.add_subcommand("inspect", "what a model holds (ONNX op types, operators, parameters, FLOPs, "
+                                                "shapes) and whether it imports; every problem in one report");
+  tessera::cli::add_inspect_options(inspect, inspa);
   auto* calibrate = app.add_subcommand("calibrate", "fit the compiler's cost model to simulator runs of sampled operators and plans");
   tessera::cli::add_calibrate_options(calibrate, cala);
   tessera::cli::ValidateArgs vala;
@@ -133,6 +138,7 @@ int main(int argc, char** argv) {
     }
     if (compile->parsed()) return tessera::cli::compile_cmd(comp);
     if (run->parsed()) return tessera::cli::run_cmd(runa);
+    if (inspect->parsed()) return tessera::cli::inspect_cmd(inspa);
     if (calibrate->parsed()) return tessera::cli::calibrate_cmd(cala);
     if (validate->parsed()) return tessera::cli::validate_cmd(vala);
     if (traffic->parsed()) return tessera::cli::traffic_cmd(traffica);

@@ -18,8 +18,16 @@ bool ends_with(const std::string& s, const std::string& suf) {
 }  // namespace
 
 ir::Workload load_workload(const std::string& spec, const ir::ModelOptions& opt) {
+  if (ends_with(spec, ".onnx")) {
+    ir::ImportOptions io;
+    io.dims = opt.dims;
+    io.batch = opt.batch;
+    io.seq = opt.seq_len;
+    return ir::import_onnx(spec, io);
+  }
+  if (!opt.dims.empty())
+    throw Error(fmt::format("workload '{}': --dim sets symbolic dimensions of ONNX models only", spec));
   if (ends_with(spec, ".json")) return ir::load_workload_json(spec);
-  if (ends_with(spec, ".onnx")) return ir::import_onnx(spec);
   if (ir::is_model_name(spec)) return ir::build_model(spec, opt);
   std::string names;
   for (const auto& n : ir::model_names()) names += (names.empty() ? "" : ", ") + n;

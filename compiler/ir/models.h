@@ -13,6 +13,7 @@
 // Every model reads one input tensor (role Input) and declares its parameters as Weight tensors;
 // all tensors are fp16. Operator names are their output tensors' names, e.g. `l3.attn.q`.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct ModelOptions {
   std::int64_t batch = 1;
   std::int64_t seq_len = 0;  // 0 = model default; tokens (transformers) or samples per batch (nerf)
   std::int64_t layers = 0;   // 0 = model default; layers (transformers) or hidden layers (nerf)
+  std::map<std::string, std::int64_t> dims;  // ONNX models only: symbolic input dimensions (--dim)
 };
 
 // Every built-in model name, sorted.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "sim/common/error.h"
@@ -83,7 +84,7 @@ const Dense& need(const std::vector<std::optional<Dense>>& in, std::size_t k) {
 
 Shape ints(const Dense& d) {
   Shape s;
-  for (double x : d.v) s.push_back(static_cast<std::int64_t>(x));
+  for (double x : d.v) s.push_back(to_int64(x));
   return s;
 }
 
@@ -216,7 +217,7 @@ Dense gather(const Dense& data, const Dense& idx, const onnx::NodeProto& n) {
   for_each_index(out, [&](const Shape& ix) {
     std::int64_t k = 0;  // the index tensor's element
     for (std::size_t d = 0; d < idx.shape.size(); ++d) k = k * idx.shape[d] + ix[axis + d];
-    auto at = static_cast<std::int64_t>(idx.v[static_cast<std::size_t>(k)]);
+    auto at = to_int64(idx.v[static_cast<std::size_t>(k)]);
     if (at < -dim || at >= dim) bad(fmt::format("index {} is out of range for dimension {} of size {}", at, axis, dim));
     if (at < 0) at += dim;
     std::int64_t off = 0;
@@ -483,7 +484,7 @@ Dense scatter_nd(const Dense& data, const Dense& idx, const Dense& upd) {
   for (std::int64_t i = 0; i < n; ++i) {
     std::int64_t off = 0;
     for (std::size_t d = 0; d < k; ++d) {
-      auto x = static_cast<std::int64_t>(idx.v[static_cast<std::size_t>(i * static_cast<std::int64_t>(k)) + d]);
+      auto x = to_int64(idx.v[static_cast<std::size_t>(i * static_cast<std::int64_t>(k)) + d]);
       if (x < 0) x += data.shape[d];
       if (x < 0 || x >= data.shape[d]) bad(fmt::format("index {} is out of range for dimension {}", x, d));
       off += x * st[d];
@@ -515,6 +516,13 @@ std::vector<Dense> split(const std::vector<std::optional<Dense>>& in, const onnx
 }
 
 }  // namespace
+
+std::int64_t to_int64(double x) {
+  if (std::isnan(x)) bad("a NaN where an integer was expected");
+  if (x >= 9.2233720368547758e18) return std::numeric_limits<std::int64_t>::max();
+  if (x <= -9.2233720368547758e18) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(x);
+}
 
 std::int64_t Dense::elements() const { return static_cast<std::int64_t>(v.size()); }
 
@@ -668,7 +676,7 @@ onnx::TensorProto tensor_from_dense(const Dense& d, const std::string& name) {
       break;
     case DenseType::Int:
       t.set_data_type(onnx::TensorProto::INT64);
-      for (double x : d.v) t.add_int64_data(static_cast<std::int64_t>(x));
+      for (double x : d.v) t.add_int64_data(to_int64(x));
       break;
     case DenseType::Bool:
       t.set_data_type(onnx::TensorProto::BOOL);

@@ -25,6 +25,10 @@ struct Dense {
   std::int64_t elements() const;
 };
 
+// A value kept as a double back to int64: exporters write INT64_MAX / INT64_MIN for "to the end"
+// in Slice, which become +-2^63 as doubles; those saturate instead of overflowing.
+std::int64_t to_int64(double x);
+
 // The ops fold_node() evaluates (when all their inputs are known).
 bool foldable_op(const std::string& op_type);
 

@@ -327,12 +327,17 @@ class Importer {
       const auto& dim = tt.shape().dim(d);
       if (dim.has_dim_value() && dim.dim_value() > 0) { s.push_back(dim.dim_value()); continue; }
       if (dim.has_dim_param()) {
-        auto it = options_.dims.find(dim.dim_param());
+        const std::string& p = dim.dim_param();
+        auto it = options_.dims.find(p);
         if (it != options_.dims.end()) {
           s.push_back(it->second);
           used_dims_.insert(it->first);
           continue;
         }
+        static const std::set<std::string> batch_names = {"batch", "batch_size", "batchsize", "N", "B"};
+        static const std::set<std::string> seq_names = {"seq", "seq_len", "seqlen", "sequence", "sequence_length", "T"};
+        if (options_.batch > 0 && batch_names.count(p)) { s.push_back(options_.batch); continue; }
+        if (options_.seq > 0 && seq_names.count(p)) { s.push_back(options_.seq); continue; }
         symbolic_[dim.dim_param()].push_back(fmt::format("'{}' dimension {}", in.name(), d));
         missing = true;
         s.push_back(1);
@@ -396,7 +401,7 @@ class Importer {
     if (!v || (t->data_type() != onnx::TensorProto::INT64 && t->data_type() != onnx::TensorProto::INT32))
       fail_node(fmt::format("{} '{}' must be an int64 constant stored in the model", what, name));
     std::vector<std::int64_t> out;
-    for (double x : *v) out.push_back(static_cast<std::int64_t>(x));
+    for (double x : *v) out.push_back(to_int64(x));
     return out;
   }
 
@@ -404,6 +409,8 @@ class Importer {
   const Value& value(const std::string& name) {
     auto it = values_.find(name);
     if (it != values_.end()) return it->second;
+    if (auto e = empty_.find(name); e != empty_.end())
+      fail_node(fmt::format("input '{}' is empty ({}); only Concat accepts empty inputs", name, shape_str(e->second)));
     auto un = unavailable_.find(name);
     if (un != unavailable_.end()) fail_node(fmt::format("input '{}' is {}", name, un->second));
     if (const auto* t = constant(name)) {
@@ -719,8 +726,9 @@ class Importer {
   }
 
   // Y = fn(X) element-wise ("relu({0})", "gelu({0})", "softmax({0})").
-  void unary(const std::string& name, const std::string& x, const std::string& out_key, const std::string& out_hint,
+  void unary(const std::string& name, const std::string& x_in, const std::string& out_key, const std::string& out_hint,
              const std::string& rhs, bool norm_last = false) {
+    const std::string x = norm_last && merges_last(x_in) ? solid(x_in) : x_in;
     const Value& v = value(x);
     if (v.shape.empty()) fail_node(fmt::format("input '{}' is a scalar; it needs at least one dimension", x));
     OpBuild b = start(name, out_key, out_hint, v.shape);
@@ -728,6 +736,12 @@ class Importer {
     b.norm_last = norm_last;
     b.in.push_back({x, plain_idx(b.out_axes)});
     emit(std::move(b));
+  }
+
+  // Whether the last dimension of `x` is a merge of several (softmax and layernorm need it whole).
+  bool merges_last(const std::string& x) {
+    const Value& v = value(x);
+    return v.view && !v.view->groups.empty() && v.view->groups.back().size() > 1;
   }
 
   // Y = A op B with numpy broadcasting, or with a one-element constant operand as a scalar.
@@ -1201,15 +1215,42 @@ class Importer {
 
   // A value whose view merges dimensions, copied into a tensor of its own: an index that is not a
   // plain axis cannot read a merged dimension.
+  // The expression language cannot flatten (an output index is a plain axis), so the merged
+  // dimension is read by a reduction axis against a constant identity matrix:
+  //   Y[..,a_i,..] += X[..,r0_0,r0_1,..] * I[e1*r0_0+r0_1, a_i]
+  // exact (every product is x * 1 or absent), at 2 * |Y| * M FLOPs for a merge of M elements.
   std::string solid(const std::string& x) {
-    const Value& v = value(x);
-    bool merged = false;
-    if (v.view)
-      for (const auto& g : v.view->groups) merged = merged || g.size() > 1;
-    if (!merged) return x;
-    const std::string key = internal_key(x + ".solid");
-    if (!values_.count(key)) unary(op_name(".copy"), x, key, x + ".copy", "{0}");
-    return key;
+    std::string cur = x;
+    for (int pass = 0;; ++pass) {
+      const Value& v = value(cur);
+      int dim = -1;
+      if (v.view)
+        for (std::size_t i = 0; i < v.view->groups.size() && dim < 0; ++i)
+          if (v.view->groups[i].size() > 1) dim = static_cast<int>(i);
+      if (dim < 0) return cur;
+      const auto d = static_cast<std::size_t>(dim);
+      const std::int64_t m = v.shape[d];
+      if (m > 4096)
+        fail_node(fmt::format("input '{}' merges dimensions into one of {} elements, which must be made one "
+                              "dimension here; at most 4096 are supported", x, m));
+      const std::string eye = fmt::format("identity_{}", m);
+      if (!consts_.count(eye)) {
+        Dense id{{m, m}, std::vector<double>(static_cast<std::size_t>(m * m), 0.0), DenseType::Float};
+        for (std::int64_t i = 0; i < m; ++i) id.v[static_cast<std::size_t>(i * m + i)] = 1.0;
+        set_constant(eye, id);
+      }
+      const std::string key = internal_key(fmt::format("{}.flat{}", x, pass));
+      OpBuild b = start(op_name(fmt::format(".flat{}", pass)), key, fmt::format("{}.flat", x), v.shape);
+      b.extent["r0"] = m;
+      std::vector<Index> ix = plain_idx(b.out_axes);
+      ix[d] = plain("r0");
+      b.assign = "+=";
+      b.rhs = "{0} * {1}";
+      b.in.push_back({cur, ix});
+      b.in.push_back({eye, {plain("r0"), plain(b.out_axes[d])}});
+      emit(std::move(b));
+      cur = key;
+    }
   }
 
   // Y = X read at a shifted, strided or fixed position per dimension: `idx[d]` is the index of
@@ -1238,15 +1279,23 @@ class Importer {
   // Concat of computed values: out = X0 + X1 shifted + ... (a read past an input's end is absent,
   // i.e. zero), one operator per extra input.
   void concat() {
-    const std::string& first = need_input(0);
+    std::vector<std::string> parts;
+    for (int k = 0; k < node_->input_size(); ++k)
+      if (!empty_.count(need_input(k))) parts.push_back(need_input(k));
+    if (parts.empty()) fail_node("every input is empty");
+    concat_parts(parts);
+  }
+
+  void concat_parts(const std::vector<std::string>& parts) {
+    const std::string& first = parts[0];
     const Shape s0 = value(first).shape;
     if (s0.empty()) fail_node("inputs are scalars");
     const auto axis = static_cast<std::size_t>(norm_axis(attr_int("axis", 0), s0.size(), "axis"));
     Shape out = s0;
     std::vector<std::int64_t> at;
     out[axis] = 0;
-    for (int k = 0; k < node_->input_size(); ++k) {
-      const Shape sk = value(need_input(k)).shape;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const Shape sk = value(parts[k]).shape;
       if (sk.size() != s0.size()) fail_node("inputs differ in rank");
       for (std::size_t i = 0; i < sk.size(); ++i)
         if (i != axis && sk[i] != s0[i])
@@ -1254,20 +1303,20 @@ class Importer {
       at.push_back(out[axis]);
       out[axis] += sk[axis];
     }
-    if (node_->input_size() == 1) {
+    if (parts.size() == 1) {
       values_[output()] = value(first);
       return;
     }
     std::string acc = first;
-    for (int k = 1; k < node_->input_size(); ++k) {
-      const bool last = k + 1 == node_->input_size();
+    for (std::size_t k = 1; k < parts.size(); ++k) {
+      const bool last = k + 1 == parts.size();
       const std::string key = last ? output() : internal_key(fmt::format("{}.{}", output(), k));
       OpBuild b = start(op_name(last ? "" : fmt::format(".{}", k)), key, last ? output() : fmt::format("{}.{}", output(), k), out);
       b.rhs = "{0} + {1}";
       b.in.push_back({acc, plain_idx(b.out_axes)});
       std::vector<Index> ix = plain_idx(b.out_axes);
-      ix[axis] = affine(1, b.out_axes[axis], -at[static_cast<std::size_t>(k)]);
-      b.in.push_back({solid(need_input(k)), ix});
+      ix[axis] = affine(1, b.out_axes[axis], -at[k]);
+      b.in.push_back({solid(parts[k]), ix});
       emit(std::move(b));
       acc = key;
     }
@@ -1302,10 +1351,17 @@ class Importer {
     sliced(x, dims, output());
   }
 
-  // The value `x` restricted to `dims` (first, step, count per dimension) becomes `out`.
+  // The value `x` restricted to `dims` (first, step, count per dimension) becomes `out`. An empty
+  // result (torch.roll by a whole window exports one) is remembered as such: Concat skips it.
   void sliced(const std::string& x, const std::vector<SliceBounds>& dims, const std::string& out) {
     const Shape sx = value(x).shape;
     Shape shape;
+    for (const auto& d : dims)
+      if (d.len == 0) {
+        for (const auto& e : dims) shape.push_back(e.len);
+        empty_[out] = shape;
+        return;
+      }
     bool whole = true;
     for (std::size_t d = 0; d < dims.size(); ++d) {
       shape.push_back(dims[d].len);
@@ -1358,7 +1414,7 @@ class Importer {
     const auto axis = static_cast<std::size_t>(norm_axis(attr_int("axis", 0), sx.size(), "axis"));
     std::vector<std::int64_t> at;
     for (double v : idx->v) {
-      auto i = static_cast<std::int64_t>(v);
+      auto i = to_int64(v);
       if (i < -sx[axis] || i >= sx[axis]) fail_node(fmt::format("index {} is out of range for size {}", i, sx[axis]));
       at.push_back(i < 0 ? i + sx[axis] : i);
     }
@@ -1669,7 +1725,7 @@ class Importer {
   }
 
   void layernorm() {
-    const std::string& x = need_input(0);
+    const std::string x = merges_last(need_input(0)) ? solid(need_input(0)) : need_input(0);
     const std::string& scale = need_input(1);
     const std::string& bias = input(2);
     const Shape sx = value(x).shape;
@@ -1873,6 +1929,7 @@ class Importer {
   std::int64_t opset_ = 0;
   Workload wl_;
   std::map<std::string, Value> values_;
+  std::map<std::string, Shape> empty_;  // values with no elements (empty slices)
   std::map<std::string, const onnx::TensorProto*> consts_;
   std::deque<onnx::TensorProto> owned_consts_;
   std::map<std::string, std::string> unavailable_;  // value -> why it cannot be read
@@ -1888,6 +1945,32 @@ class Importer {
 };
 
 }  // namespace
+
+OnnxSummary summarize_onnx(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(fmt::format("{}: cannot open the file", path));
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f) || !m.has_graph())
+    throw Error(fmt::format("{}: not an ONNX model (the file does not parse as an ONNX ModelProto)", path));
+  OnnxSummary s;
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") s.opset = std::max<std::int64_t>(s.opset, o.version());
+  const auto& g = m.graph();
+  s.nodes = g.node_size();
+  s.initializers = g.initializer_size();
+  for (const auto& n : g.node()) s.op_counts[n.op_type()]++;
+  std::set<std::string> inits;
+  for (const auto& t : g.initializer()) inits.insert(t.name());
+  for (const auto& in : g.input()) {
+    if (inits.count(in.name())) continue;
+    std::vector<std::string> dims;
+    if (in.type().has_tensor_type() && in.type().tensor_type().has_shape())
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+    s.inputs.push_back({in.name(), dims});
+  }
+  return s;
+}
 
 Workload import_onnx(const std::string& path, const ImportOptions& options) {
   return Importer(path, options).run();

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 
@@ -26,7 +28,19 @@ namespace tessera::ir {
 struct ImportOptions {
   // Values of symbolic input dimensions, by name (`--dim batch_size=8`).
   std::map<std::string, std::int64_t> dims;
+  // Symbolic dimensions not in `dims` named like a batch (batch, batch_size, N, B) or a sequence
+  // length (seq, seq_len, sequence, sequence_length, T) take these values when set (--batch, --seq).
+  std::int64_t batch = 0, seq = 0;
 };
+
+// What an ONNX file holds, read without converting it (tessera inspect): node counts per op
+// type, the opset, and the graph inputs with their dimensions (symbolic ones by name).
+struct OnnxSummary {
+  std::int64_t opset = 0, nodes = 0, initializers = 0;
+  std::map<std::string, std::int64_t> op_counts;
+  std::vector<std::pair<std::string, std::vector<std::string>>> inputs;
+};
+OnnxSummary summarize_onnx(const std::string& path);
 
 // Reads and converts the model; the result is finalized. The workload is named after the file
 // (its name without directory and extension). When nodes cannot be imported, the error lists
