@@ -1,6 +1,11 @@
 // tessera: one command line for the simulator (and, as it grows, the compiler).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <new>
 
 
 #include "cli/bench.h"
@@ -38,7 +43,38 @@ int simulate_cmd(const std::string& config, const std::string& program, const st
 
 }  // namespace
 
+namespace {
+
+// Caps the address space so that running out of memory is a std::bad_alloc this process can name,
+// not a visit from the kernel's OOM killer: 90% of physical RAM, or TESSERA_MEMORY_LIMIT_GB.
+// Returns the limit in GiB (0: none set).
+double limit_host_memory() {
+  double gib = 0;
+  if (const char* env = std::getenv("TESSERA_MEMORY_LIMIT_GB")) {
+    char* end = nullptr;
+    gib = std::strtod(env, &end);
+    if (end == env || *end != '\0' || !(gib > 0)) {
+      fmt::print(stderr, "tessera: error: TESSERA_MEMORY_LIMIT_GB='{}': expected a positive number of GiB\n", env);
+      std::exit(1);
+    }
+  } else {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    gib = 0.9 * static_cast<double>(pages) * static_cast<double>(page) / (1024.0 * 1024 * 1024);
+  }
+  rlimit r{};
+  if (getrlimit(RLIMIT_AS, &r) != 0) return 0;
+  const auto want = static_cast<rlim_t>(gib * 1024 * 1024 * 1024);
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur <= want) return static_cast<double>(r.rlim_cur) / (1024.0 * 1024 * 1024);
+  r.rlim_cur = want;
+  if (setrlimit(RLIMIT_AS, &r) != 0) return 0;
+  return gib;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  const double memory_limit_gib = limit_host_memory();
   CLI::App app{"tessera: cycle-level simulator of many-core AI chips (SystemC), with the compiler "
                "that maps models onto them"};
   app.require_subcommand(1);
@@ -154,6 +190,18 @@ int main(int argc, char** argv) {
       tessera::cli::bench_sim(bopt);
       return 0;
     }
+  } catch (const std::bad_alloc&) {
+    // Named, not a bare std::bad_alloc: what ran out, the limit, and what to change.
+    std::string what;
+    for (const auto* sub : app.get_subcommands()) what += (what.empty() ? "" : " ") + sub->get_name();
+    fmt::print(stderr,
+               "tessera: error: '{}' ran out of host memory (limit {:.1f} GiB: {}). Try a smaller batch or "
+               "config; functional mode (--functional) unrolls every loop and carries every value, so run it on "
+               "small configs only\n",
+               what, memory_limit_gib,
+               std::getenv("TESSERA_MEMORY_LIMIT_GB") ? "TESSERA_MEMORY_LIMIT_GB"
+                                                      : "90% of this machine's RAM; TESSERA_MEMORY_LIMIT_GB sets it");
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "tessera: error: {}\n", e.what());
     return 1;

@@ -50,6 +50,10 @@ Json run_isolated(const std::function<Json()>& fn) {
       out = {{"error", e.what()}, {"type", "simulation"}};
     } catch (const ProgramError& e) {
       out = {{"error", e.what()}, {"type", "program"}};
+    } catch (const std::bad_alloc&) {
+      out = {{"error", "the simulation ran out of host memory (its buffers, and in functional mode every value "
+                       "it carries); try a smaller batch or config, or run without --functional"},
+             {"type", "simulation"}};
     } catch (const std::exception& e) {
       out = {{"error", e.what()}, {"type", "error"}};
     }

@@ -83,4 +83,25 @@ check "zero virtual channels is an error naming the field" "[ $? -eq 1 ] && grep
 check "asynchronous transfers overlap compute" "[ $? -eq 0 ] && grep -q '\"total_cycles\": 1101' $tmp/ov.json"
 "$tessera" traffic --config "$src/configs/mesh-8x8.json" --sweep 0 >"$tmp/out" 2>"$tmp/err"
 check "a bad argument exits 1" "[ $? -eq 1 ] && grep -q 'not in range' $tmp/err"
+# Stock PyTorch exports (scripts/export_torch_models.py --small: the ten model families of issue
+# 11, reduced in size, opset 17): every one but the LSTM imports; the transformers run in
+# functional mode and match the reference evaluation; bad --dim values and memory are named.
+/usr/bin/python3 "$src/scripts/export_torch_models.py" "$tmp/torch" --small --opsets 17 >"$tmp/out" 2>&1
+check "PyTorch models export" "[ $? -eq 0 ] && [ \$(ls $tmp/torch/*.onnx | wc -l) -eq 10 ]"
+for m in resnet18 resnet50 mobilenet_v2 efficientnet_b0 convnext_tiny vit_b_16 swin_t transformer_encoder gpt_block; do
+  "$tessera" inspect "$tmp/torch/$m-op17.onnx" >"$tmp/out" 2>&1
+  check "torch $m imports" "[ $? -eq 0 ] && grep -q '^imports: ' $tmp/out"
+done
+"$tessera" inspect "$tmp/torch/lstm-op17.onnx" >"$tmp/out" 2>&1
+check "torch LSTM: a named error, exit 1" "[ $? -eq 1 ] && grep -q \"(LSTM): recurrent layers are not supported\" $tmp/out"
+for m in gpt_block vit_b_16 swin_t; do for p in t10 vgm; do
+  "$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$tmp/torch/$m-op17.onnx" --planner $p --functional --quiet >"$tmp/out" 2>&1
+  check "torch $m ($p) runs and matches the reference" "[ $? -eq 0 ] && grep -q 'outputs match the reference' $tmp/out"
+done; done
+"$tessera" inspect "$tmp/torch/gpt_block-op17.onnx" --dim batch=2 >"$tmp/out" 2>&1
+check "--dim of a dimension the model lacks is an error" "[ $? -eq 1 ] && grep -q 'no symbolic input dimension of that name' $tmp/out"
+"$tessera" inspect "$tmp/torch/gpt_block-op17.onnx" --dim batch >"$tmp/out" 2>&1
+check "malformed --dim is an error" "[ $? -eq 1 ] && grep -q \"expected NAME=VALUE\" $tmp/out"
+TESSERA_MEMORY_LIMIT_GB=1 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$tmp/torch/resnet18-op17.onnx" --functional >"$tmp/out" 2>"$tmp/err"
+check "running out of host memory is a named error" "[ $? -eq 1 ] && grep -q 'ran out of host memory (limit 1.0 GiB' $tmp/err"
 exit $fail
