@@ -24,7 +24,36 @@ ir::Workload load_workload(const CompileArgs& a) {
   mo.seq_len = a.seq;
   mo.layers = a.layers;
   mo.dims = parse_dims(a.dims);
-  return compiler::load_workload(a.workload, mo);
+  mo.keep_values = a.opt.functional;
+  ir::Workload w = compiler::load_workload(a.workload, mo);
+  if (!a.inputs.empty()) set_input_values(w, a.inputs, a.opt.functional);
+  return w;
+}
+
+// --inputs FILE: {"input name": [row-major values], ...} for the model's inputs.
+void set_input_values(ir::Workload& w, const std::string& path, bool functional) {
+  if (!functional) throw Error(fmt::format("--inputs {}: input values need --functional", path));
+  std::ifstream f(path);
+  if (!f) throw Error(fmt::format("{}: cannot open file", path));
+  const Json j = Json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(fmt::format("{}: expected a JSON object {{\"input name\": [values], ...}}", path));
+  for (const auto& [name, vals] : j.items()) {
+    if (!w.has_tensor(name) || w.tensor(name).role != ir::TensorRole::Input) {
+      std::string names;
+      for (const auto& t : w.tensors())
+        if (t.role == ir::TensorRole::Input) names += (names.empty() ? "'" : ", '") + t.name + "'";
+      throw Error(fmt::format("{}: '{}' is not an input of the model (its inputs: {})", path, name, names));
+    }
+    ir::Tensor& t = w.tensor_mut(name);
+    if (!vals.is_array() || static_cast<std::int64_t>(vals.size()) != t.elements())
+      throw Error(fmt::format("{}: '{}': expected an array of {} numbers (shape {}, row-major)", path, name, t.elements(),
+                              Json(t.shape).dump()));
+    t.values.clear();
+    for (const auto& x : vals) {
+      if (!x.is_number()) throw Error(fmt::format("{}: '{}': expected numbers", path, name));
+      t.values.push_back(x.get<float>());
+    }
+  }
 }
 
 std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& specs) {
@@ -79,6 +108,7 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
   cmd->add_option("--reserve-bytes", a.opt.reserve_bytes, "per-core scratchpad kept for code and runtime")->capture_default_str();
   cmd->add_flag("--offchip-io", a.opt.offchip_io, "time loading model inputs from off-chip memory and storing outputs (default: inputs start on chip)");
   cmd->add_flag("--functional", a.opt.functional, "carry real values: unrolled program, outputs checked against a reference evaluation");
+  cmd->add_option("--inputs", a.inputs, "functional mode: JSON {\"input\": [values]} of model input values (default: generated)");
   if (run) {
     cmd->add_option("--out", a.results, "write the results JSON (with the per-operator table) here");
     cmd->add_option("--trace", a.trace, "write a Chrome trace-event JSON here");

@@ -10,6 +10,7 @@ struct CompileArgs {
   std::string config, workload, out, results, trace;
   std::int64_t batch = 1, seq = 0, layers = 0;
   std::vector<std::string> dims;  // --dim name=value (ONNX symbolic dimensions)
+  std::string inputs;             // --inputs: JSON of model input values (functional mode)
   compiler::CompileOptions opt;
   bool quiet = false;
   bool save_workload = false;
@@ -25,6 +26,7 @@ void write_json(const std::string& path, const Json& j, int indent = 2);
 ir::Workload load_workload(const CompileArgs& a);
 // --dim NAME=VALUE arguments; a malformed one is an Error naming it.
 std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& specs);
+void set_input_values(ir::Workload& w, const std::string& path, bool functional);
 compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config& cfg);
 // --config, --workload, --batch ... and --calibration, shared by compile, run and validate-cost.
 void add_model_options(CLI::App* cmd, CompileArgs& a);

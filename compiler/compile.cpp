@@ -23,6 +23,7 @@ ir::Workload load_workload(const std::string& spec, const ir::ModelOptions& opt)
     io.dims = opt.dims;
     io.batch = opt.batch;
     io.seq = opt.seq_len;
+    io.keep_values = opt.keep_values;
     return ir::import_onnx(spec, io);
   }
   if (!opt.dims.empty())

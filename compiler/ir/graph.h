@@ -23,6 +23,9 @@ struct Tensor {
   Dtype dtype = Dtype::Fp16;
   TensorRole role = TensorRole::Activation;
   bool output = false;  // a model output (stored off-chip at the end)
+  // Functional mode: the tensor's values, row-major (an imported model's weights, inputs given
+  // with --inputs). Empty: generated from the name (sim::initial_value).
+  std::vector<float> values;
   std::int64_t elements() const;
   Bytes bytes() const { return static_cast<Bytes>(elements()) * dtype_bytes(dtype); }
 };

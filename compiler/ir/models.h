@@ -26,6 +26,7 @@ struct ModelOptions {
   std::int64_t seq_len = 0;  // 0 = model default; tokens (transformers) or samples per batch (nerf)
   std::int64_t layers = 0;   // 0 = model default; layers (transformers) or hidden layers (nerf)
   std::map<std::string, std::int64_t> dims;  // ONNX models only: symbolic input dimensions (--dim)
+  bool keep_values = false;                  // ONNX models only: keep weight values (functional mode)
 };
 
 // Every built-in model name, sorted.

@@ -419,6 +419,12 @@ class Importer {
                               name, onnx_type_name(t->data_type())));
       Shape s(t->dims().begin(), t->dims().end());
       declare_tensor(name, s, TensorRole::Weight);
+      if (options_.keep_values) {
+        if (auto d = dense_from_tensor(*t)) {
+          std::vector<float>& v = wl_.tensor_mut(values_.at(name).tensor).values;
+          v.assign(d->v.begin(), d->v.end());
+        }
+      }
       return values_.at(name);
     }
     fail_node(fmt::format("input '{}' is not a graph input, an initializer, or an output of an earlier node", name));

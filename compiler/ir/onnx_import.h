@@ -31,6 +31,9 @@ struct ImportOptions {
   // Symbolic dimensions not in `dims` named like a batch (batch, batch_size, N, B) or a sequence
   // length (seq, seq_len, sequence, sequence_length, T) take these values when set (--batch, --seq).
   std::int64_t batch = 0, seq = 0;
+  // Keep the values of initializers and folded constants in Tensor::values (functional mode:
+  // the simulator then computes with the model's own weights).
+  bool keep_values = false;
 };
 
 // What an ONNX file holds, read without converting it (tessera inspect): node counts per op

@@ -210,7 +210,10 @@ class Lowerer {
     for (std::size_t c = 0; c < ncores_; ++c) all[c] = static_cast<std::uint32_t>(c);
     out_.groups.push_back({"all", all});
     if (o.functional)
-      for (const auto& t : w.tensors()) out_.data_tensors.push_back({t.name, t.shape});
+      for (const auto& t : w.tensors()) {
+        out_.data_tensors.push_back({t.name, t.shape});
+        if (!t.values.empty()) out_.data_values[t.name] = &t.values;
+      }
   }
 
   Lowered run() {
@@ -755,7 +758,10 @@ Lowered lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Con
 
 std::map<std::string, std::vector<float>> reference_outputs(const ir::Workload& w) {
   sim::DataStore store;  // every tensor, inputs and weights with the functional initial values
-  for (const auto& t : w.tensors()) store.add(t.name, t.shape);
+  for (const auto& t : w.tensors()) {
+    store.add(t.name, t.shape);
+    if (!t.values.empty()) store.at(t.name).values = t.values;
+  }
   std::map<std::string, sim::Buffer> vals;
   auto whole = [&](const ir::Tensor& t) -> sim::Buffer& {
     sim::View v{t.name, std::vector<std::int64_t>(t.shape.size(), 0), t.shape, std::vector<bool>(t.shape.size(), false)};

@@ -68,6 +68,7 @@ struct Lowered {
   struct Offchip { std::string name; std::uint32_t chip; Bytes bytes; };
   std::vector<Offchip> offchip;  // a tensor read or written from several chips has one per chip
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> data_tensors;
+  std::map<std::string, const std::vector<float>*> data_values;  // given values (the workload's)
   std::vector<Bytes> peak_bytes;                   // per core
 
   std::uint64_t items() const;

@@ -2,6 +2,9 @@
 // simulator's Program directly (no JSON on the way for large models).
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include <ostream>
 #include <sstream>
 
@@ -107,7 +110,22 @@ void Lowered::write_json(std::ostream& out) const {
   if (functional) {
     out << "\"data_tensors\":[";
     for (std::size_t i = 0; i < data_tensors.size(); ++i)
-      out << (i ? "," : "") << fmt::format("{{\"name\":{},\"shape\":{}}}", str(data_tensors[i].first), list(data_tensors[i].second));
+    {
+      out << (i ? "," : "") << fmt::format("{{\"name\":{},\"shape\":{}", str(data_tensors[i].first), list(data_tensors[i].second));
+      auto v = data_values.find(data_tensors[i].first);
+      if (v != data_values.end()) {
+        out << ",\"values\":[";
+        // JSON has no infinity: an attention mask's -inf is written as the lowest float, which
+        // behaves the same in x + mask and in softmax
+        for (std::size_t k = 0; k < v->second->size(); ++k) {
+          const float x = (*v->second)[k];
+          const float w = std::isinf(x) ? std::copysign(std::numeric_limits<float>::max(), x) : x;
+          out << (k ? "," : "") << fmt::format("{}", w);
+        }
+        out << "]";
+      }
+      out << "}";
+    }
     out << "],\n";
   }
   out << "\"cores\":[\n";

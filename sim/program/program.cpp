@@ -569,6 +569,20 @@ void read_functional_tables(const JsonReader& r, Program& prog) {
         if (!d.is_number_integer() || d.get<std::int64_t>() <= 0) t.fail("shape", "expected a non-empty array of positive integers");
         shape.push_back(d.get<std::int64_t>());
       }
+      if (t.has("values")) {
+        const Json& vals = t.value("values");
+        std::int64_t n = 1;
+        for (auto d : shape) n = n > (std::int64_t{1} << 40) / d ? (std::int64_t{1} << 40) : n * d;
+        if (!vals.is_array() || static_cast<std::int64_t>(vals.size()) != n)
+          t.fail("values", fmt::format("expected an array of {} numbers (the shape's elements, row-major)", n));
+        std::vector<float> v;
+        v.reserve(vals.size());
+        for (const auto& x : vals) {
+          if (!x.is_number()) t.fail("values", "expected numbers");
+          v.push_back(x.get<float>());
+        }
+        prog.data_values[name] = std::move(v);
+      }
       t.reject_unknown_keys();
       prog.data_tensors.push_back({name, shape});
     }

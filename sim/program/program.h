@@ -4,6 +4,7 @@
 // core and the item. Loading also turns each compute item into its cycle count, so the
 // simulation itself does no timing arithmetic for compute.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,7 @@ struct Program {
   // Functional mode: global tensors (shape) and the kernels compute items evaluate.
   bool functional = false;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> data_tensors;
+  std::map<std::string, std::vector<float>> data_values;  // given initial values (else generated)
   std::vector<ir::Expr> exprs;
   std::uint64_t total_work_items() const;
 };

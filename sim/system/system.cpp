@@ -18,7 +18,11 @@ System::System(sc_core::sc_module_name name, const Config& cfg, const Program& p
   if (prog.functional) {
     fx_ = std::make_unique<FunctionalContext>();
     fx_->program = &prog;
-    for (const auto& [n, shape] : prog.data_tensors) fx_->store.add(n, shape);
+    for (const auto& [n, shape] : prog.data_tensors) {
+      fx_->store.add(n, shape);
+      auto v = prog.data_values.find(n);
+      if (v != prog.data_values.end()) fx_->store.at(n).values = v->second;
+    }
   }
   for (const CoreProgram& cp : prog.cores) {
     const std::uint32_t chip = cfg.chip_of(cp.core);

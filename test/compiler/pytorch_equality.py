@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Compiled plans compute what PyTorch computes.
+
+Usage: /usr/bin/python3 test/compiler/pytorch_equality.py TESSERA SOURCE_DIR
+
+For three small models (a CNN with batch norm and a depthwise convolution, a transformer encoder
+layer, a GPT block with a causal mask), fixed seeds: export to ONNX with Debian's python3-torch,
+run PyTorch on a random input, run `tessera run --functional --inputs` with both planners on a
+64-core version of configs/ipu-mk2.json, and compare tessera's outputs with PyTorch's:
+max |tessera - torch| / (1 + |torch|) must be at most 1e-3. The reference is PyTorch itself.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import torch
+import torch.nn as nn
+
+warnings.filterwarnings("ignore")
+TOLERANCE = 1e-3
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.bn1d = nn.BatchNorm1d(8)  # after the pool: not folded into a convolution by the exporter
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        x = nn.functional.relu6(self.dw(x))
+        x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return self.fc(self.bn1d(x))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, d=32, heads=4, seq=8):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, t, c = x.size()
+        q, k, v = self.attn(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
+        att = torch.softmax(att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf")), dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+        return x + self.fc2(nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+def models():
+    torch.manual_seed(1)
+    cnn = CNN()
+    with torch.no_grad():  # batch-norm statistics that are not the identity
+        for bn in (cnn.bn, cnn.bn1d):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+    enc = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True)
+    return [("cnn_bn_depthwise", cnn, torch.randn(2, 3, 8, 8)),
+            ("transformer_encoder_layer", enc, torch.randn(1, 8, 32)),
+            ("gpt_block_causal", GPTBlock(), torch.randn(1, 8, 32))]
+
+
+def main():
+    tessera, src = sys.argv[1], sys.argv[2]
+    tmp = tempfile.mkdtemp()
+    cfg = json.load(open(os.path.join(src, "configs", "ipu-mk2.json")))
+    cfg["name"] = "ipu-mk2-64"
+    cfg["chip"]["cores"] = 64
+    cfg_path = os.path.join(tmp, "ipu-mk2-64.json")
+    json.dump(cfg, open(cfg_path, "w"))
+    failed = 0
+    for name, model, x in models():
+        model.eval()
+        path = os.path.join(tmp, name + ".onnx")
+        torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"])
+        with torch.no_grad():
+            ref = model(x).flatten().tolist()
+        json.dump({"input": x.flatten().tolist()}, open(os.path.join(tmp, "in.json"), "w"))
+        for planner in ("t10", "vgm"):
+            out = os.path.join(tmp, f"{name}-{planner}.json")
+            run = subprocess.run([tessera, "run", "--config", cfg_path, "--workload", path, "--functional", "--inputs",
+                                  os.path.join(tmp, "in.json"), "--planner", planner, "--quiet", "--out", out],
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"FAILED: {name} ({planner}): tessera exited {run.returncode}: {run.stderr.strip()}")
+                failed = 1
+                continue
+            got = json.load(open(out))["outputs"]["output"]["values"]
+            if len(got) != len(ref):
+                print(f"FAILED: {name} ({planner}): {len(got)} output values, PyTorch has {len(ref)}")
+                failed = 1
+                continue
+            err = max(abs(g - r) / (1 + abs(r)) for g, r in zip(got, ref))
+            ok = err <= TOLERANCE
+            failed |= not ok
+            print(f"{'ok' if ok else 'FAILED'}: {name} ({planner}) matches PyTorch: max relative error {err:.2e} "
+                  f"over {len(ref)} outputs (limit {TOLERANCE})")
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
