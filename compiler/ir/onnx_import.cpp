@@ -895,7 +895,7 @@ class Importer {
 
   // A node whose inputs are all constants (or, for Shape and Size, whose input's shape is known)
   // is evaluated now; its outputs become constants. Layout nodes on large floating-point
-  // constants (weights) stay views of the weight instead.
+  // constants stored in the model (weights) stay views of the weight instead.
   bool fold() {
     const std::string& t = node_->op_type();
     if (!foldable_op(t)) return false;
@@ -906,7 +906,7 @@ class Importer {
       if (name.empty() || ((t == "Shape" || t == "Size") && k == 0)) continue;
       const auto* c = constant(name);
       if (!c) return false;
-      if (k == 0 && layout && is_float_type(c->data_type())) {
+      if (k == 0 && layout && is_float_type(c->data_type()) && !folded_.count(name)) {  // a weight
         std::int64_t n = 1;
         for (auto d : c->dims()) n *= d;
         if (n > 1024) return false;
@@ -933,7 +933,10 @@ class Importer {
     }
     outputs_supported_ = static_cast<int>(out.size());
     for (int k = 0; k < node_->output_size() && k < static_cast<int>(out.size()); ++k)
-      if (!node_->output(k).empty()) set_constant(node_->output(k), out[static_cast<std::size_t>(k)]);
+      if (!node_->output(k).empty()) {
+        set_constant(node_->output(k), out[static_cast<std::size_t>(k)]);
+        folded_.insert(node_->output(k));
+      }
     return true;
   }
 
@@ -1936,6 +1939,7 @@ class Importer {
   Workload wl_;
   std::map<std::string, Value> values_;
   std::map<std::string, Shape> empty_;  // values with no elements (empty slices)
+  std::set<std::string> folded_;        // constants computed by fold(), not stored in the model
   std::map<std::string, const onnx::TensorProto*> consts_;
   std::deque<onnx::TensorProto> owned_consts_;
   std::map<std::string, std::string> unavailable_;  // value -> why it cannot be read
