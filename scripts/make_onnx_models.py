@@ -27,6 +27,7 @@ Uses Debian's python3-onnx and python3-numpy only; nothing is downloaded. Weight
   folding.onnx      Shape -> Gather -> Unsqueeze -> Concat -> Reshape (folded at import) + Relu
   dataops.onnx      Slice, Concat, Where on a constant mask, Sigmoid, Clip, ReduceMean, Pow
   depthwise.onnx    a depthwise (group = channels) convolution
+  einsum.onnx       Einsum: a two-operand contraction and a one-operand sum
   problems.onnx     two unsupported nodes in one model (error test: both are reported)
 """
 import os
@@ -259,6 +260,11 @@ def exporter_ops(out):
     save(out, "depthwise",
          [N("Conv", ["x", "w"], ["y"], name="dw", group=4, kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
          [vi("x", [1, 4, 6, 6])], [vi("y", [1, 4, 6, 6])], [weight("w", 4, 1, 3, 3)])
+    # Einsum: attention scores over heads, then a sum over the last axis of one operand.
+    save(out, "einsum",
+         [N("Einsum", ["q", "k"], ["s"], name="scores", equation="bhid,bhjd->bhij"),
+          N("Einsum", ["s"], ["t"], name="rowsum", equation="bhij->bhi")],
+         [vi("q", [1, 2, 3, 4]), vi("k", [1, 2, 5, 4])], [vi("t", [1, 2, 3])], [])
     # Two problems in one model (a TopK and a Softmax on axis 0) and a node that only reads the
     # TopK's output, which is not listed.
     save(out, "problems",

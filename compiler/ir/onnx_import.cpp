@@ -40,7 +40,7 @@ using Shape = std::vector<std::int64_t>;
 
 const char* kSupported =
     "Add, AveragePool, BatchNormalization, Cast (to float), Clip, Concat, Constant, Conv (grouped too), Div, "
-    "Dropout, Erf, Exp, Expand, Flatten, Gather (constant indices), Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
+    "Dropout, Einsum (one or two operands), Erf, Exp, Expand, Flatten, Gather (constant indices), Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
     "HardSigmoid, HardSwish, Identity, LayerNormalization, MatMul, Max, MaxPool, Min, Mul, Neg, Pad (zeros), Pow, "
     "Reciprocal, ReduceMax, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, "
     "Sub, Sum, Tanh, Transpose, Unsqueeze, Where (constant condition), and on constants also Shape, Size, Range, "
@@ -1077,6 +1077,8 @@ class Importer {
       values_[output()] = value(need_input(0));
     } else if (t == "BatchNormalization") {
       batchnorm();
+    } else if (t == "Einsum") {
+      einsum();
     } else if (t == "LSTM" || t == "GRU" || t == "RNN") {
       fail_node("recurrent layers are not supported: tessera does not unroll the recurrence over the sequence "
                 "(docs/onnx.md); export the cell applied step by step, or leave the layer out");
@@ -1516,6 +1518,62 @@ class Importer {
     binary(op_name(".a"), "*", a, ka, ta, output() + ".a");
     binary(op_name(".b"), "*", b, kb, tb, output() + ".b");
     binary(op_name(), "+", ta, tb, output(), output());
+  }
+
+  // Einsum with one or two operands and an explicit output ("bhid,bhjd->bhij"): letters become
+  // axes, letters not in the output are summed over. A tensor expression says exactly this.
+  void einsum() {
+    std::string eq;
+    for (char c : attr_string("equation", "")) if (c != ' ') eq += c;
+    const auto arrow = eq.find("->");
+    if (arrow == std::string::npos) fail_node(fmt::format("equation '{}' has no '->'; an explicit output is required", eq));
+    if (eq.find("...") != std::string::npos) fail_node(fmt::format("equation '{}': ellipsis is not supported", eq));
+    std::vector<std::string> terms;
+    std::string cur;
+    for (char c : eq.substr(0, arrow)) {
+      if (c == ',') { terms.push_back(cur); cur.clear(); } else { cur += c; }
+    }
+    terms.push_back(cur);
+    const std::string out = eq.substr(arrow + 2);
+    if (terms.size() != static_cast<std::size_t>(node_->input_size()) || terms.size() > 2)
+      fail_node(fmt::format("equation '{}' has {} operands; one or two are supported, as many as the inputs", eq, terms.size()));
+    std::map<char, std::int64_t> extent;
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+      const Shape sk = value(need_input(static_cast<int>(k))).shape;
+      if (sk.size() != terms[k].size())
+        fail_node(fmt::format("operand {} '{}' has {} letters but the input is {}", k, terms[k], terms[k].size(), shape_str(sk)));
+      for (std::size_t d = 0; d < sk.size(); ++d) {
+        const char c = terms[k][d];
+        if (!std::isalpha(static_cast<unsigned char>(c))) fail_node(fmt::format("equation '{}': '{}' is not a letter", eq, c));
+        if (terms[k].find(c) != d) fail_node(fmt::format("equation '{}': a repeated letter in one operand (a diagonal)", eq));
+        auto [it, fresh] = extent.emplace(c, sk[d]);
+        if (!fresh && it->second != sk[d])
+          fail_node(fmt::format("equation '{}': '{}' is {} in one operand and {} in another", eq, c, it->second, sk[d]));
+      }
+    }
+    Shape shape;
+    for (char c : out) {
+      if (!extent.count(c)) fail_node(fmt::format("equation '{}': output letter '{}' is in no operand", eq, c));
+      shape.push_back(extent.at(c));
+    }
+    if (shape.empty()) fail_node("a scalar result is not supported");
+    OpBuild b = start(op_name(), output(), output(), shape);
+    std::map<char, std::string> axis;
+    for (std::size_t i = 0; i < out.size(); ++i) axis[out[i]] = b.out_axes[i];
+    int r = 0;
+    for (const auto& [c, e] : extent)
+      if (!axis.count(c)) {
+        axis[c] = fmt::format("r{}", r++);
+        b.extent[axis[c]] = e;
+      }
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+      std::vector<Index> ix;
+      for (char c : terms[k]) ix.push_back(plain(axis.at(c)));
+      b.in.push_back({need_input(static_cast<int>(k)), ix});
+    }
+    b.assign = r > 0 ? "+=" : "=";
+    b.rhs = terms.size() == 2 ? "{0} * {1}" : "{0}";
+    emit(std::move(b));
   }
 
   // Inference BatchNormalization: Y = X * S[c] + T[c] with S = scale / sqrt(var + eps) and

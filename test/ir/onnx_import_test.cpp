@@ -269,6 +269,16 @@ TEST_CASE("ONNX depthwise convolution splits the channel into (group, channel in
   CHECK(w.ops()[0].flops() == 2 * 4 * 36 * 9);
 }
 
+TEST_CASE("ONNX Einsum: letters become axes, the ones not in the output are summed", "[onnx]") {
+  // bhid,bhjd->bhij: output b,h,i,j = a0..a3, d = r0 (4); bhij->bhi: j = r0 (5).
+  const Workload w = import_onnx(model("einsum"));
+  REQUIRE(w.ops().size() == 2);
+  CHECK(w.ops()[0].expr.text == "s[a0,a1,a2,a3] += q[a0,a1,a2,r0] * k[a0,a1,a3,r0]");
+  CHECK(w.ops()[0].flops() == 2 * (1 * 2 * 3 * 5) * 4);
+  CHECK(w.ops()[1].expr.text == "t[a0,a1,a2] += s[a0,a1,a2,r0]");
+  CHECK(w.tensor("t").shape == std::vector<std::int64_t>{1, 2, 3});
+}
+
 TEST_CASE("ONNX import: missing and non-ONNX files", "[onnx]") {
   const fs::path dir = fs::path(model("mlp")).parent_path();
   const std::string missing = (dir / "no-such-model.onnx").string();
