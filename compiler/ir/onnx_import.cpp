@@ -1700,7 +1700,9 @@ class Importer {
   // group), so that the group selects the input channels by an affine index:
   //   O[n,g,f,y,x] += X[n,(C/G)*g+c,..] * W[(F/G)*g+f,c,..], and the ONNX value merges (g, f).
   void grouped_conv(std::int64_t groups) {
-    const std::string& x = need_input(0);
+    // the group picks channels by an affine index, which a merged dimension cannot take
+    // (ShuffleNet's channel shuffle feeds a depthwise convolution)
+    const std::string x = solid(need_input(0));
     const std::string& w = need_input(1);
     const Shape sx = value(x).shape, sw = value(w).shape;
     const std::size_t n = sx.size() - 2;
