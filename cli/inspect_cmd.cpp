@@ -4,6 +4,7 @@
 
 #include "cli/compile_cmd.h"
 #include "compiler/compile.h"
+#include "compiler/ir/onnx_fold.h"
 #include "compiler/ir/onnx_import.h"
 #include "sim/common/error.h"
 #include "sim/config/config.h"
@@ -13,12 +14,6 @@ namespace tessera::cli {
 namespace {
 
 bool is_onnx(const std::string& s) { return s.size() > 5 && s.compare(s.size() - 5, 5, ".onnx") == 0; }
-
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
-  return o + "]";
-}
 
 // The ONNX file itself: opset, nodes per op type, inputs (symbolic dimensions by name).
 Json onnx_part(const std::string& path) {
@@ -58,7 +53,7 @@ Json workload_part(const ir::Workload& w, bool list) {
     ops.push_back({{"name", op.name}, {"kind", k}, {"expr", op.expr.text}, {"flops", op.flops()},
                    {"output_shape", w.tensor(op.expr.output.tensor).shape}, {"inputs", in}});
     if (list)
-      fmt::print("  {:<40} {:<22} out {:<20} {}\n", op.name, k, shape_str(w.tensor(op.expr.output.tensor).shape),
+      fmt::print("  {:<40} {:<22} out {:<20} {}\n", op.name, k, ir::shape_str(w.tensor(op.expr.output.tensor).shape),
                  op.expr.text);
   }
   fmt::print("imports: {} operators, {:.3f} M parameters ({:.1f} MiB fp16), {:.3f} GFLOP per run\n", w.ops().size(),

@@ -33,12 +33,6 @@ std::int64_t count(const Shape& s) {
   return n;
 }
 
-std::string shape_str(const Shape& s) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
-  return o + "]";
-}
-
 double half_to_double(std::uint16_t h) {
   const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   double v;
@@ -334,28 +328,7 @@ Dense reshape_to(const Dense& d, Shape s) {
 }
 
 Dense reshape(const Dense& data, const Dense& shape_in, const onnx::NodeProto& n) {
-  Shape want = ints(shape_in), out;
-  int infer = -1;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    std::int64_t d = want[i];
-    if (d == 0 && attr_i(n, "allowzero", 0) == 0) {
-      if (i >= data.shape.size()) bad(fmt::format("shape entry {} is 0 but the input has rank {}", i, data.shape.size()));
-      d = data.shape[i];
-    } else if (d == -1) {
-      if (infer >= 0) bad("the target shape has more than one -1");
-      infer = static_cast<int>(i);
-      d = 1;
-    } else if (d < 0) {
-      bad(fmt::format("target shape entry {} is {}", i, d));
-    }
-    out.push_back(d);
-  }
-  if (infer >= 0) {
-    const std::int64_t rest = count(out);
-    if (rest == 0 || data.elements() % rest != 0) bad(fmt::format("cannot reshape {} to {}", shape_str(data.shape), shape_str(want)));
-    out[static_cast<std::size_t>(infer)] = data.elements() / rest;
-  }
-  return reshape_to(data, out);
+  return reshape_to(data, reshape_target(data.shape, ints(shape_in), attr_i(n, "allowzero", 0) != 0));
 }
 
 Dense transpose(const Dense& d, const onnx::NodeProto& n) {
@@ -517,6 +490,38 @@ std::vector<Dense> split(const std::vector<std::optional<Dense>>& in, const onnx
 
 }  // namespace
 
+std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+std::vector<std::int64_t> reshape_target(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& want,
+                                         bool allowzero) {
+  Shape out;
+  int infer = -1;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    std::int64_t d = want[i];
+    if (d == 0 && !allowzero) {
+      if (i >= in.size()) bad(fmt::format("shape entry {} is 0 but the input has rank {}", i, in.size()));
+      d = in[i];
+    } else if (d == -1) {
+      if (infer >= 0) bad("the target shape has more than one -1");
+      infer = static_cast<int>(i);
+      d = 1;
+    } else if (d < 0) {
+      bad(fmt::format("target shape entry {} is {}", i, d));
+    }
+    out.push_back(d);
+  }
+  if (infer >= 0) {
+    const std::int64_t rest = count(out), total = count(in);
+    if (rest == 0 || total % rest != 0) bad(fmt::format("cannot reshape {} to {}", shape_str(in), shape_str(want)));
+    out[static_cast<std::size_t>(infer)] = total / rest;
+  }
+  return out;
+}
+
 std::int64_t to_int64(double x) {
   if (std::isnan(x)) bad("a NaN where an integer was expected");
   if (x >= 9.2233720368547758e18) return std::numeric_limits<std::int64_t>::max();
@@ -616,6 +621,10 @@ std::optional<Dense> dense_from_tensor(const onnx::TensorProto& t) {
     for (auto x : field) d.v.push_back(static_cast<double>(x));
     return true;
   };
+  auto small_ints = [&](auto tag) {  // element types ONNX keeps in int32_data when not raw
+    d.type = DenseType::Int;
+    return raw.empty() ? typed(t.int32_data()) : from_raw(tag);
+  };
   bool ok = false;
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT: ok = raw.empty() ? typed(t.float_data()) : from_raw(float{}); break;
@@ -624,18 +633,9 @@ std::optional<Dense> dense_from_tensor(const onnx::TensorProto& t) {
       d.type = DenseType::Int;
       ok = raw.empty() ? typed(t.int64_data()) : from_raw(std::int64_t{});
       break;
-    case onnx::TensorProto::INT32:
-      d.type = DenseType::Int;
-      ok = raw.empty() ? typed(t.int32_data()) : from_raw(std::int32_t{});
-      break;
-    case onnx::TensorProto::INT8:
-      d.type = DenseType::Int;
-      ok = raw.empty() ? typed(t.int32_data()) : from_raw(std::int8_t{});
-      break;
-    case onnx::TensorProto::UINT8:
-      d.type = DenseType::Int;
-      ok = raw.empty() ? typed(t.int32_data()) : from_raw(std::uint8_t{});
-      break;
+    case onnx::TensorProto::INT32: ok = small_ints(std::int32_t{}); break;
+    case onnx::TensorProto::INT8: ok = small_ints(std::int8_t{}); break;
+    case onnx::TensorProto::UINT8: ok = small_ints(std::uint8_t{}); break;
     case onnx::TensorProto::BOOL:
       d.type = DenseType::Bool;
       ok = raw.empty() ? typed(t.int32_data()) : from_raw(std::uint8_t{});

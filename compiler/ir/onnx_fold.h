@@ -25,6 +25,14 @@ struct Dense {
   std::int64_t elements() const;
 };
 
+// "[1,3,224,224]": shapes in messages.
+std::string shape_str(const std::vector<std::int64_t>& s);
+
+// ONNX Reshape's target shape for an input of shape `in`: 0 copies the input's dimension (unless
+// `allowzero`), one -1 takes what is left. Throws tessera::Error naming the entry that is wrong.
+std::vector<std::int64_t> reshape_target(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& want,
+                                         bool allowzero);
+
 // A value kept as a double back to int64: exporters write INT64_MAX / INT64_MIN for "to the end"
 // in Slice, which become +-2^63 as doubles; those saturate instead of overflowing.
 std::int64_t to_int64(double x);

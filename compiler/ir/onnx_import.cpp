@@ -46,12 +46,6 @@ const char* kSupported =
     "Sub, Sum, Tanh, Transpose, Unsqueeze, Where (constant condition), and on constants also Shape, Size, Range, "
     "ConstantOfShape, Equal, Less, Greater, And, Or, Not, Mod, Tile, ScatterND (docs/onnx.md)";
 
-std::string shape_str(const Shape& s) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
-  return o + "]";
-}
-
 std::int64_t product(const Shape& s) {
   std::int64_t p = 1;
   for (auto d : s) p *= d;
@@ -985,30 +979,15 @@ class Importer {
       global_pool(t == "GlobalMaxPool");
     } else if (t == "Reshape") {
       const Value& v = value(need_input(0));
-      auto want = int_const(need_input(1), "the target shape");
-      const bool allowzero = attr_int("allowzero", 0) != 0;
+      const auto want = int_const(need_input(1), "the target shape");
       Shape target;
-      int infer = -1;
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        std::int64_t d = want[i];
-        if (d == 0 && !allowzero) {
-          if (i >= v.shape.size()) fail_node(fmt::format("shape entry {} is 0 but the input has rank {}", i, v.shape.size()));
-          d = v.shape[i];
-        } else if (d == -1) {
-          if (infer >= 0) fail_node("the target shape has more than one -1");
-          infer = static_cast<int>(i);
-          d = 1;
-        } else if (d <= 0) {
-          fail_node(fmt::format("target shape entry {} is {}", i, d));
-        }
-        target.push_back(d);
+      try {
+        target = reshape_target(v.shape, want, attr_int("allowzero", 0) != 0);
+      } catch (const Error& e) {
+        fail_node(e.what());
       }
-      if (infer >= 0) {
-        const std::int64_t rest = product(target);
-        if (product(v.shape) % rest != 0)
-          fail_node(fmt::format("cannot reshape {} to {}", shape_str(v.shape), shape_str(Shape(want.begin(), want.end()))));
-        target[infer] = product(v.shape) / rest;
-      }
+      for (std::size_t i = 0; i < target.size(); ++i)
+        if (target[i] == 0) fail_node(fmt::format("target shape entry {} is 0", i));
       values_[output()] = reshape(v, target);
     } else if (t == "Flatten") {
       const Value& v = value(need_input(0));
@@ -1110,18 +1089,21 @@ class Importer {
     }
   }
 
-  // A chain of element-wise steps on one input ("{0} max 0", "{0} min 6"): intermediate values get
-  // internal keys, the last one the node's output.
-  void chain(const std::string& x, const std::vector<std::string>& steps) {
+  // A chain of element-wise steps on one input ("{0} max 0", "{0} min 6") ending in `out` (by
+  // default the node's output): step k is operator `<node>.k` writing `<out>.k`, the last one is
+  // `<node><last_suffix>` writing `out`.
+  void chain(const std::string& x, const std::vector<std::string>& steps, const std::string& out_key = "",
+             const std::string& out_hint = "", const std::string& last_suffix = "") {
+    const std::string key_last = out_key.empty() ? output() : out_key, hint_last = out_hint.empty() ? output() : out_hint;
     std::string in = x;
     for (std::size_t k = 0; k < steps.size(); ++k) {
       const bool last = k + 1 == steps.size();
-      const std::string key = last ? output() : internal_key(fmt::format("{}.{}", output(), k));
-      unary(op_name(last ? "" : fmt::format(".{}", k)), in, key, last ? output() : fmt::format("{}.{}", output(), k),
-            steps[k]);
+      const std::string key = last ? key_last : internal_key(fmt::format("{}.{}", output(), k));
+      unary(op_name(last ? last_suffix : fmt::format(".{}", k)), in, key,
+            last ? hint_last : fmt::format("{}.{}", output(), k), steps[k]);
       in = key;
     }
-    if (steps.empty()) values_[output()] = value(x);
+    if (steps.empty()) values_[key_last] = value(x);
   }
 
   std::optional<double> bound(int input_index, const char* attr_name) {
@@ -1148,19 +1130,15 @@ class Importer {
   void hard(bool swish) {
     const double alpha = swish ? 1.0 / 6 : attr_float("alpha", 0.2), beta = swish ? 0.5 : attr_float("beta", 0.5);
     const std::string x = need_input(0);
-    if (!swish) {
-      chain(x, {"{0} * " + fmt_number(alpha), "{0} + " + fmt_number(beta), "{0} max 0", "{0} min 1"});
-      return;
-    }
-    std::string in = x;
     const std::vector<std::string> steps{"{0} * " + fmt_number(alpha), "{0} + " + fmt_number(beta), "{0} max 0",
                                          "{0} min 1"};
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      const std::string key = internal_key(fmt::format("{}.{}", output(), k));
-      unary(op_name(fmt::format(".{}", k)), in, key, fmt::format("{}.{}", output(), k), steps[k]);
-      in = key;
+    if (!swish) {
+      chain(x, steps);
+      return;
     }
-    binary(op_name(), "*", x, in, output(), output());
+    const std::string key = internal_key(output() + ".3");
+    chain(x, steps, key, output() + ".3", ".3");
+    binary(op_name(), "*", x, key, output(), output());
   }
 
   std::vector<std::int64_t> reduce_axes(std::size_t rank) {
@@ -1647,9 +1625,8 @@ class Importer {
   }
 
   void conv() {
-    const std::string& x = need_input(0);
     const std::string& w = need_input(1);
-    const Shape sx = value(x).shape, sw = value(w).shape;
+    const Shape sx = value(need_input(0)).shape, sw = value(w).shape;
     if (sx.size() < 3 || sx.size() != sw.size())
       fail_node(fmt::format("expects X [N,C,spatial...] and W [F,C,kernel...] of the same rank (got {} and {})",
                             shape_str(sx), shape_str(sw)));
@@ -1659,10 +1636,6 @@ class Importer {
     if (sw[1] * groups != sx[1])
       fail_node(fmt::format("W {} has {} input channels per group but X {} has {} in {} group(s)", shape_str(sw), sw[1],
                             shape_str(sx), sx[1], groups));
-    if (groups > 1) {
-      grouped_conv(groups);
-      return;
-    }
     const std::size_t n = sx.size() - 2;
     Shape kernel(sw.begin() + 2, sw.end());
     if (auto ks = attr_ints("kernel_shape"))
@@ -1670,15 +1643,33 @@ class Importer {
     Window win = window(sx, kernel, false);
     Shape out{sx[0], sw[0]};
     out.insert(out.end(), win.out.begin(), win.out.end());
+    // Grouped (and depthwise): the output channel f is split into (group, channel in group), so
+    // that the group selects the input channels by an affine index,
+    //   O[n,g,f,y,x] += X[n,(C/G)*g+c,..] * W[(F/G)*g+f,c,..],
+    // and the ONNX value merges (g, f). A merged input channel dimension (ShuffleNet's channel
+    // shuffle) cannot take that index: it is made one dimension first.
+    const bool grouped = groups > 1;
+    const std::string x = grouped ? solid(need_input(0)) : need_input(0);
+    Shape shape{sx[0]};
+    if (grouped) shape.insert(shape.end(), {groups, sw[0] / groups});
+    else shape.push_back(sw[0]);
+    shape.insert(shape.end(), win.out.begin(), win.out.end());
     const std::string& bias = input(2);
-    const std::string key = bias.empty() ? output() : internal_key(output() + ".conv");
-    OpBuild b = start(op_name(), key, bias.empty() ? output() : output() + ".conv", out);
-    b.extent["r0"] = sx[1];
+    const std::string key = bias.empty() && !grouped ? output() : internal_key(output() + ".conv");
+    OpBuild b = start(op_name(), key, bias.empty() && !grouped ? output() : output() + ".conv", shape);
+    b.extent["r0"] = sw[1];
     std::vector<Index> ix{plain("a0"), plain("r0")}, iw{plain("a1"), plain("r0")};
+    if (grouped) {
+      ix[1] = affine(sw[1], "a1", 0);
+      add_scaled(ix[1], plain("r0"), 1);
+      iw[0] = affine(sw[0] / groups, "a1", 0);
+      add_scaled(iw[0], plain("a2"), 1);
+    }
+    const std::size_t spatial = grouped ? 3 : 2;  // first spatial output axis
     for (std::size_t i = 0; i < n; ++i) {
       const std::string r = fmt::format("r{}", i + 1);
       b.extent[r] = kernel[i];
-      ix.push_back(window_index(b.out_axes[2 + i], win.strides[i], r, win.pad_begin[i]));
+      ix.push_back(window_index(b.out_axes[spatial + i], win.strides[i], r, win.pad_begin[i]));
       iw.push_back(plain(r));
     }
     b.assign = "+=";
@@ -1686,61 +1677,17 @@ class Importer {
     b.in.push_back({x, ix});
     b.in.push_back({w, iw});
     emit(std::move(b));
+    std::string conv = key;
+    if (grouped) {
+      conv = bias.empty() ? output() : internal_key(output() + ".merged");
+      values_[conv] = reshape(values_.at(key), out);
+    }
     if (bias.empty()) return;
     const Shape sb = value(bias).shape;
     if (sb != Shape{sw[0]}) fail_node(fmt::format("bias B must be [{}], got {}", sw[0], shape_str(sb)));
     OpBuild bb = start(op_name(".bias"), output(), output(), out);
     bb.rhs = "{0} + {1}";
-    bb.in.push_back({key, plain_idx(bb.out_axes)});
-    bb.in.push_back({bias, {plain("a1")}});
-    emit(std::move(bb));
-  }
-
-  // Grouped (and depthwise) convolution: the output channel f is split into (group, channel in
-  // group), so that the group selects the input channels by an affine index:
-  //   O[n,g,f,y,x] += X[n,(C/G)*g+c,..] * W[(F/G)*g+f,c,..], and the ONNX value merges (g, f).
-  void grouped_conv(std::int64_t groups) {
-    // the group picks channels by an affine index, which a merged dimension cannot take
-    // (ShuffleNet's channel shuffle feeds a depthwise convolution)
-    const std::string x = solid(need_input(0));
-    const std::string& w = need_input(1);
-    const Shape sx = value(x).shape, sw = value(w).shape;
-    const std::size_t n = sx.size() - 2;
-    Shape kernel(sw.begin() + 2, sw.end());
-    Window win = window(sx, kernel, false);
-    const std::int64_t per_group = sw[0] / groups;
-    Shape split{sx[0], groups, per_group};
-    split.insert(split.end(), win.out.begin(), win.out.end());
-    const std::string key = internal_key(output() + ".conv");
-    OpBuild b = start(op_name(), key, output() + ".conv", split);
-    b.extent["r0"] = sw[1];
-    std::vector<Index> ix{plain("a0"), affine(sw[1], "a1", 0)}, iw{affine(per_group, "a1", 0), plain("r0")};
-    add_scaled(ix[1], plain("r0"), 1);
-    add_scaled(iw[0], plain("a2"), 1);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::string r = fmt::format("r{}", i + 1);
-      b.extent[r] = kernel[i];
-      ix.push_back(window_index(b.out_axes[3 + i], win.strides[i], r, win.pad_begin[i]));
-      iw.push_back(plain(r));
-    }
-    b.assign = "+=";
-    b.rhs = "{0} * {1}";
-    b.in.push_back({x, ix});
-    b.in.push_back({w, iw});
-    emit(std::move(b));
-    Shape out{sx[0], sw[0]};
-    out.insert(out.end(), win.out.begin(), win.out.end());
-    const std::string& bias = input(2);
-    if (bias.empty()) {
-      values_[output()] = reshape(values_.at(key), out);
-      return;
-    }
-    const std::string merged = internal_key(output() + ".merged");
-    values_[merged] = reshape(values_.at(key), out);
-    if (value(bias).shape != Shape{sw[0]}) fail_node(fmt::format("bias B must be [{}], got {}", sw[0], shape_str(value(bias).shape)));
-    OpBuild bb = start(op_name(".bias"), output(), output(), out);
-    bb.rhs = "{0} + {1}";
-    bb.in.push_back({merged, plain_idx(bb.out_axes)});
+    bb.in.push_back({conv, plain_idx(bb.out_axes)});
     bb.in.push_back({bias, {plain("a1")}});
     emit(std::move(bb));
   }
