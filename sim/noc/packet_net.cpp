@@ -134,10 +134,10 @@ void PacketNetwork::process_cycle(Cycles t) {
     }
     dirty_.clear();
     if (grants_.size() > 1)
-      std::sort(grants_.begin(), grants_.end(), [](const Waiting& a, const Waiting& b) {
+      std::sort(grants_.begin(), grants_.end(), [](const Grant& a, const Grant& b) {
         return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq;
       });
-    for (const Waiting& g : grants_) try_grant(g.packet, t);  // `packet` holds the channel here
+    for (const Grant& g : grants_) try_grant(g.channel, t);
   }
 }
 

@@ -212,7 +212,12 @@ class PacketNetwork : public Transport {
   EventWheel<Event> wheel_;
   std::vector<Event> now_events_;
   std::vector<std::uint32_t> injects_, dirty_;
-  std::vector<Waiting> grants_;  // channels to arbitrate, keyed by their oldest waiting packet
+  struct Grant {  // a channel to arbitrate, keyed by its oldest waiting packet
+    Cycles ready;
+    std::uint64_t seq;
+    std::uint32_t channel;
+  };
+  std::vector<Grant> grants_;
   std::uint64_t order_ = 0, seq_ = 0, hops_ = 0, live_packets_ = 0;
 };
 
