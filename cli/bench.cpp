@@ -49,7 +49,7 @@ struct Measured {
 Measured run(const sim::Config& cfg, const Json& program_json, const std::string& what) {
   sim::Program prog = sim::parse_program(program_json, what, cfg);
   sim::SimOutcome o = sim::simulate(cfg, prog);
-  return {o.host_cpu_seconds, prog.total_work_items(), o.results["total_cycles"].get<std::uint64_t>(),
+  return {o.host_cpu_seconds, o.results["work_items"].get<std::uint64_t>(), o.results["total_cycles"].get<std::uint64_t>(),
           prog.cores.size()};
 }
 

@@ -114,7 +114,7 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
     cmd->add_option("--trace", a.trace, "write a Chrome trace-event JSON here");
     cmd->add_flag("--quiet", a.quiet, "print only the summary line");
   } else {
-    cmd->add_option("--out", a.out, "write the program JSON here")->required();
+    cmd->add_option("--out", a.out, "write the program here: JSON, or the compact binary form for a .tpb name (docs/program.md)")->required();
     cmd->add_flag("--save-workload", a.save_workload, "also write the workload JSON beside the program (<out>.workload.json)");
   }
 }
@@ -123,12 +123,7 @@ int compile_cmd(const CompileArgs& a) {
   const sim::Config cfg = sim::load_config(a.config);
   const ir::Workload w = load_workload(a);
   const compiler::Compiled c = compiler::compile(w, cfg, compile_options(a, cfg));
-  {
-    std::ofstream out(a.out);
-    if (!out) throw Error(fmt::format("{}: cannot write file", a.out));
-    c.program.write_json(out);
-    if (!out) throw Error(fmt::format("{}: write failed", a.out));
-  }
+  c.program.write(a.out);
   if (a.save_workload) write_json(a.out + ".workload.json", ir::workload_to_json(w), 2);
   fmt::print("{}: {} operators, {} planner, predicted {:.0f} cycles; compiled in {:.2f} s; {} items written to {}\n",
              w.name, w.ops().size(), a.opt.planner, c.schedule.predicted_cycles, c.compile_seconds, c.program.items(), a.out);

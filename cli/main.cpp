@@ -16,6 +16,7 @@
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
 #include "sim/results/results.h"
+#include "sim/program/program_file.h"
 #include "sim/simulate.h"
 
 namespace {
@@ -38,6 +39,20 @@ int simulate_cmd(const std::string& config, const std::string& program, const st
   if (!quiet) fmt::print("{}", sim::format_summary(o.results));
   if (!out.empty() && !quiet) fmt::print("results written to {}\n", out);
   if (!trace.empty() && !quiet) fmt::print("trace written to {} (open in https://ui.perfetto.dev)\n", trace);
+  return 0;
+}
+
+int program_check(const std::string& file, const std::string& config, bool functional) {
+  namespace sim = tessera::sim;
+  const sim::Config cfg = sim::load_config(config);
+  sim::ProgramOptions po;
+  po.functional = functional;
+  const sim::Program prog = sim::load_program(file, cfg, po);
+  std::uint64_t items = 0;
+  for (const auto& c : prog.cores) items += c.code.size();
+  fmt::print("{}: valid for {}: {} cores, {} items ({} to run, counting loop iterations and a relayout as one), "
+             "{} relayouts over {} layouts\n",
+             file, cfg.name, prog.cores.size(), items, prog.total_work_items(), prog.relayouts.size(), prog.layouts.size());
   return 0;
 }
 
@@ -71,10 +86,25 @@ double limit_host_memory() {
   return gib;
 }
 
+// Address space held back for when memory runs out: unwinding allocates too (nlohmann::json
+// frees a deep tree through a heap-allocated stack), and a bad_alloc thrown inside a destructor
+// ends the process without a message. The first failed allocation gives the reserve back and
+// fails as it would have; the unwinding then has room.
+void* emergency_reserve = nullptr;
+
+void give_back_reserve() {
+  std::free(emergency_reserve);
+  emergency_reserve = nullptr;
+  std::set_new_handler(nullptr);
+  throw std::bad_alloc();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const double memory_limit_gib = limit_host_memory();
+  emergency_reserve = std::malloc(std::size_t{64} << 20);  // address space only: never touched
+  if (emergency_reserve) std::set_new_handler(give_back_reserve);
   CLI::App app{"tessera: cycle-level simulator of many-core AI chips (SystemC), with the compiler "
                "that maps models onto them"};
   app.require_subcommand(1);
@@ -83,7 +113,7 @@ int main(int argc, char** argv) {
   std::string config, program, out, trace;
   bool quiet = false;
   sim_cmd->add_option("--config", config, "hardware config JSON (docs/config.md)")->required();
-  sim_cmd->add_option("--program", program, "program JSON (docs/program.md)")->required();
+  sim_cmd->add_option("--program", program, "program file: JSON or the binary .tpb form (docs/program.md)")->required();
   sim_cmd->add_option("--out", out, "write the results JSON here (docs/results.md)");
   sim_cmd->add_option("--trace", trace, "write a Chrome trace-event JSON here (off by default)");
   sim_cmd->add_flag("--quiet", quiet, "print nothing on success");
@@ -91,6 +121,18 @@ int main(int argc, char** argv) {
   sim_cmd->add_flag("--functional", sim_functional,
                     "carry values (the program needs views, exprs and data_tensors: tessera compile --functional); "
                     "stored tensors go to the results file's \"outputs\"");
+
+  auto* prog_cmd = app.add_subcommand("program", "program files: convert between JSON and the binary form, check one against a config");
+  prog_cmd->require_subcommand(1);
+  std::string conv_in, conv_out, check_file, check_config;
+  auto* prog_convert = prog_cmd->add_subcommand("convert", "copy a program into the form its output name asks for (.tpb: binary, else JSON)");
+  prog_convert->add_option("input", conv_in, "program file (JSON or binary)")->required();
+  prog_convert->add_option("output", conv_out, "file to write")->required();
+  auto* prog_check = prog_cmd->add_subcommand("check", "validate a program against a config (the checks of simulate) and print its size");
+  prog_check->add_option("program", check_file, "program file (JSON or binary)")->required();
+  prog_check->add_option("--config", check_config, "hardware config JSON (docs/config.md)")->required();
+  bool check_functional = false;
+  prog_check->add_flag("--functional", check_functional, "check it as simulate --functional would");
 
   auto* gen = app.add_subcommand("gen", "generate a program for a communication pattern");
   gen->require_subcommand(1);
@@ -165,6 +207,12 @@ int main(int argc, char** argv) {
   }
   try {
     if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional);
+    if (prog_convert->parsed()) {
+      tessera::sim::convert_program(conv_in, conv_out);
+      fmt::print("{} written to {}\n", conv_in, conv_out);
+      return 0;
+    }
+    if (prog_check->parsed()) return program_check(check_file, check_config, check_functional);
     if (gen_ring->parsed() || gen_a2a->parsed()) {
       Json p = gen_ring->parsed() ? tessera::compiler::ring_shift_program(ring)
                                   : tessera::compiler::all_to_all_program(a2a);

@@ -278,14 +278,6 @@ class Lowerer {
     out_.tags.push_back(sim::Tag{op, phase});
     return tag_index_[key] = static_cast<int>(out_.tags.size()) - 1;
   }
-  int copy_expr(std::size_t rank) {
-    auto it = copy_exprs_.find(rank);
-    if (it != copy_exprs_.end()) return it->second;
-    std::string ix;
-    for (std::size_t d = 0; d < rank; ++d) ix += fmt::format("{}d{}", d ? "," : "", d);
-    out_.exprs.push_back(fmt::format("T[{}] = T[{}]", ix, ix));
-    return copy_exprs_[rank] = static_cast<int>(out_.exprs.size()) - 1;
-  }
   std::uint32_t group(std::int64_t cores) {
     if (cores >= static_cast<std::int64_t>(ncores_)) return 0;
     auto it = group_index_.find(cores);
@@ -394,39 +386,56 @@ class Lowerer {
     homes_[t.name] = std::move(h);
   }
 
-  // Re-layouts before an operator, collected over all its operands and then emitted together:
-  // on every core its sends first, then its local copies, then its receives, so that no core
-  // holds back what others wait for while it waits for its own operands.
+  // Re-layouts before an operator, collected over all its operands and then emitted together as
+  // one relayout (sim/program/relayout.h): on every core its sends first, then its local copies,
+  // then its receives, so that no core holds back what others wait for while it waits for its
+  // own operands.
   struct Gathering {
-    std::vector<std::vector<LItem>> sends, copies, recvs;  // per core
+    std::vector<sim::Move> moves;
   };
 
-  // Adds the moves of tensor `t` from its home layout into `dst` views (buffer `buf`, already
+  // The index of a layout in the program's table: layouts are shared (a tensor's home is read by
+  // every consumer), so equal ones are stored once.
+  std::uint32_t layout_index(sim::Layout l) {
+    std::size_t h = std::hash<std::size_t>{}(l.cores.size());
+    for (auto v : l.shape) h = h * 1099511628211ull ^ static_cast<std::size_t>(v);
+    for (auto v : l.cores) h = h * 1099511628211ull ^ v;
+    for (auto v : l.boxes) h = h * 1099511628211ull ^ static_cast<std::size_t>(v);
+    for (std::uint32_t i : layout_ids_[h])
+      if (out_.layouts[i] == l) return i;
+    out_.layouts.push_back(std::move(l));
+    const auto i = static_cast<std::uint32_t>(out_.layouts.size() - 1);
+    layout_ids_[h].push_back(i);
+    return i;
+  }
+
+  // Adds the move of tensor `t` from its home layout into `dst` views (buffer `buf`, already
   // allocated) to `g`.
   void redistribute(const ir::Tensor& t, const Home& src, const std::vector<View>& dst,
                     const std::string& buf, int tg, Gathering& g) {
-    const std::size_t rank = t.shape.size();
-    g.sends.resize(ncores_);
-    g.copies.resize(ncores_);
-    g.recvs.resize(ncores_);
-    for (const Piece& p : relayout_pieces(t.shape, src.views, dst)) {
-      if (p.from == p.to) {
-        std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
-        for (std::size_t d = 0; d < rank; ++d) ranges.push_back({p.box.origin[d], p.box.origin[d] + p.box.extent[d]});
-        g.copies[p.to].push_back(copy_item(p.box.elements(), src.buffer, buf, tg, copy_expr(rank), std::move(ranges)));
-      } else {
-        const std::int64_t bytes = p.box.elements() * 2;
-        g.sends[p.from].push_back(msg(K::Send, p.to, src.buffer, bytes, tg, &p.box));
-        g.recvs[p.to].push_back(msg(K::Recv, p.from, buf, bytes, tg));
-      }
-    }
+    sim::Move m;
+    m.from = layout_index(sim::layout_of(t.shape, src.views));
+    m.to = layout_index(sim::layout_of(t.shape, dst));
+    m.tag = tg >= 0 ? static_cast<std::uint32_t>(tg) : sim::kNoTag;
+    m.element_bytes = 2;
+    m.tensor = t.name;
+    m.source = src.buffer;
+    m.target = buf;
+    g.moves.push_back(std::move(m));
   }
 
-  void emit(const Gathering& g) {
-    for (std::size_t c = 0; c < g.sends.size(); ++c) {
-      auto& o = out_.cores[c];
-      for (const auto* items : {&g.sends[c], &g.copies[c], &g.recvs[c]}) o.insert(o.end(), items->begin(), items->end());
-    }
+  // One relayout item on every core that holds a box of it.
+  void emit(Gathering& g) {
+    if (g.moves.empty()) return;
+    std::vector<std::uint32_t> cores;
+    for (const auto& m : g.moves)
+      for (auto l : {m.from, m.to}) cores.insert(cores.end(), out_.layouts[l].cores.begin(), out_.layouts[l].cores.end());
+    std::sort(cores.begin(), cores.end());
+    cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+    LItem it{K::Relayout};
+    it.arg = static_cast<std::uint32_t>(out_.relayouts.size());
+    out_.relayouts.push_back(sim::Relayout{std::move(g.moves)});
+    for (auto c : cores) out_.cores[c].push_back(it);
   }
 
   // ---- operators ---------------------------------------------------------------------------
@@ -644,7 +653,7 @@ class Lowerer {
   std::map<std::pair<std::size_t, std::string>, Bytes> sizes_;
   std::map<std::string, Home> homes_;
   std::map<std::string, int> tag_index_;
-  std::map<std::size_t, int> copy_exprs_;
+  std::unordered_map<std::size_t, std::vector<std::uint32_t>> layout_ids_;  // by content hash
   std::map<std::string, int> op_exprs_;
   std::map<std::int64_t, std::uint32_t> group_index_;
   std::unordered_map<std::string, int> name_ids_;
@@ -682,73 +691,11 @@ bool same_layout(const std::vector<View>& a, const std::vector<View>& b) {
   return true;
 }
 
-// Every destination box is gathered from the source boxes that hold it; a box held by several
-// cores (replicas) is read from the receiving core itself if it holds one, else from the
-// replica chosen by the receiver's id, which spreads the readers over the holders.
 std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const std::vector<View>& src,
                                    const std::vector<View>& dst) {
-  const std::size_t rank = shape.size();
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(rank);
-  // Holders by the origin of their box (the compiler replays many re-layouts: a hash, not a tree).
-  struct CoordsHash {
-    std::size_t operator()(const Coords& c) const {
-      std::size_t h = 1469598103934665603ull;
-      for (auto v : c) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
-      return h;
-    }
-  };
-  std::unordered_map<Coords, std::vector<std::size_t>, CoordsHash> holders;
-  for (std::size_t c = 0; c < src.size(); ++c) {
-    const View& v = src[c];
-    if (v.tensor.empty()) continue;
-    Box b{v.origin, v.extent};
-    if (!clip(b, shape)) continue;
-    for (std::size_t d = 0; d < rank; ++d) iv[d].push_back({b.origin[d], b.origin[d] + b.extent[d]});
-    holders[b.origin].push_back(c);
-  }
-  for (auto& x : iv) { std::sort(x.begin(), x.end()); x.erase(std::unique(x.begin(), x.end()), x.end()); }
   std::vector<Piece> out;
-  out.reserve(dst.size() * 2);
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> hit(rank);
-  std::vector<std::size_t> pick(rank);
-  Coords key(rank);
-  for (std::size_t c = 0; c < dst.size(); ++c) {
-    const View& v = dst[c];
-    if (v.tensor.empty()) continue;
-    Box want{v.origin, v.extent};
-    if (!clip(want, shape)) continue;
-    bool none = false;
-    for (std::size_t d = 0; d < rank; ++d) {
-      hit[d].clear();
-      const std::int64_t lo = want.origin[d], hi = lo + want.extent[d];
-      auto it = std::lower_bound(iv[d].begin(), iv[d].end(), std::make_pair(lo, std::int64_t{0}),
-                                 [](auto a, auto b) { return a.second <= b.first; });
-      for (; it != iv[d].end() && it->first < hi; ++it)
-        if (it->second > lo) hit[d].push_back(*it);
-      none = none || hit[d].empty();
-    }
-    if (none) continue;
-    std::fill(pick.begin(), pick.end(), 0);  // an odometer over the hit intervals
-    for (bool done = false; !done;) {
-      Box piece{Coords(rank), Coords(rank)};
-      for (std::size_t d = 0; d < rank; ++d) {
-        auto [lo, hi] = hit[d][pick[d]];
-        key[d] = lo;
-        piece.origin[d] = std::max(lo, want.origin[d]);
-        piece.extent[d] = std::min(hi, want.origin[d] + want.extent[d]) - piece.origin[d];
-      }
-      if (auto hs = holders.find(key); hs != holders.end()) {
-        const auto& list = hs->second;
-        const std::size_t from = std::find(list.begin(), list.end(), c) != list.end() ? c : list[c % list.size()];
-        out.push_back({from, c, std::move(piece)});
-      }
-      done = true;
-      for (std::size_t d = rank; d-- > 0;) {
-        if (++pick[d] < hit[d].size()) { done = false; break; }
-        pick[d] = 0;
-      }
-    }
-  }
+  sim::for_each_piece(sim::layout_of(shape, src), sim::layout_of(shape, dst),
+                      [&](std::uint32_t from, std::uint32_t to, const Box& b) { out.push_back({from, to, b}); });
   return out;
 }
 

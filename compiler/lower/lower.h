@@ -8,7 +8,9 @@
 // buffer; buffers are freed when their last reader has run.
 //
 // The result is kept in a compact form: whole models on 1472 cores have millions of items, so it
-// becomes the simulator's Program directly, or is streamed out as JSON.
+// becomes the simulator's Program directly, or is streamed out as JSON. The operands' moves
+// before an operator are one relayout item per core (the two layouts of every operand), not a
+// send and a receive per message: the simulator works the messages out when it gets there.
 #include <cstdint>
 #include <iosfwd>
 #include <map>
@@ -33,12 +35,13 @@ struct Options {
   bool offchip_io = false;
 };
 
-enum class K : std::uint8_t { Alloc, Free, Init, Compute, Send, Recv, Sync, Load, Store, Begin, End };
+enum class K : std::uint8_t { Alloc, Free, Init, Compute, Send, Recv, Sync, Load, Store, Begin, End, Relayout };
 
 struct LItem {
   K k;
   int tag = -1;
-  std::uint32_t arg = 0;   // Send/Recv: peer; Sync: group; Load/Store: off-chip tensor; Begin: count
+  std::uint32_t arg = 0;   // Send/Recv: peer; Sync: group; Load/Store: off-chip tensor; Begin: count;
+                           // Relayout: index into relayouts
   std::int64_t bytes = 0;  // Alloc/Send/Recv/Load/Store
   int buf = -1;            // buffer name id
   int aux = -1;            // Compute: index into comps; Send: box (functional); Alloc: view (functional)
@@ -63,6 +66,8 @@ struct Lowered {
   std::vector<sim::View> views;
   std::vector<std::string> names;                 // buffer names
   std::vector<sim::Tag> tags;
+  std::vector<sim::Layout> layouts;      // re-layouts between operators (sim/program/relayout.h)
+  std::vector<sim::Relayout> relayouts;
   std::vector<std::string> exprs;
   std::vector<std::pair<std::string, std::vector<std::uint32_t>>> groups;  // [0] is "all"
   struct Offchip { std::string name; std::uint32_t chip; Bytes bytes; };
@@ -73,10 +78,15 @@ struct Lowered {
 
   std::uint64_t items() const;
   void write_json(std::ostream& out) const;        // docs/program.md
+  // To a file: JSON, or the binary form for a ".tpb" name (sim/program/program_file.h).
+  void write(const std::string& path) const;
   Json json() const;                               // small programs (tests, functional runs)
   // The simulator's program, built directly (timing mode; functional programs go through JSON,
   // which the simulator validates in full).
   sim::Program program(const sim::Config& cfg) const;
+
+ private:
+  void write_top(std::ostream& out) const;
 };
 
 // A tensor striped over `cores` cores, one box per core (empty tensor name: the core holds none).
@@ -105,8 +115,9 @@ struct Piece {
   sim::Box box;
 };
 // The pieces that move a tensor of `shape` from layout `src` into layout `dst`, in the order the
-// program issues them (by receiving core). Lowering and the cost model's exchange replay
-// (compiler/cost/exchange.h) share them.
+// program issues them (by receiving core): sim::for_each_piece on the two layouts, which the
+// simulator runs re-layouts by. The cost model's exchange replay (compiler/cost/exchange.h) and
+// the schedule use them.
 std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const std::vector<sim::View>& src,
                                    const std::vector<sim::View>& dst);
 

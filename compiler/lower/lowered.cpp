@@ -5,11 +5,13 @@
 #include <cmath>
 #include <limits>
 
+#include <fstream>
 #include <ostream>
 #include <sstream>
 
 #include "compiler/lower/lower.h"
 #include "sim/common/error.h"
+#include "sim/program/program_file.h"
 
 namespace tessera::lower {
 
@@ -84,14 +86,103 @@ void item_json(const Lowered& p, const LItem& it, std::string& s) {
       s += fmt::format("{{\"op\":\"{}\",\"tensor\":{},\"buffer\":{},\"bytes\":{}{}}}", it.k == K::Load ? "load" : "store",
                        str(p.offchip[it.arg].name), str(p.names[it.buf]), it.bytes, tag());
       break;
+    case K::Relayout: s += fmt::format("{{\"op\":\"relayout\",\"id\":{}}}", it.arg); break;
     case K::Begin: s += fmt::format("{{\"op\":\"repeat\",\"count\":{},\"body\":[", it.arg); break;
     case K::End: s += "]}"; break;
   }
 }
 
+void layouts_json(const Lowered& p, std::ostream& out) {
+  out << "\"layouts\":[";
+  std::string s;
+  for (std::size_t i = 0; i < p.layouts.size(); ++i) {
+    const sim::Layout& l = p.layouts[i];
+    const std::size_t n = 2 * l.rank();
+    s = fmt::format("{}\n{{\"shape\":{},\"boxes\":[", i ? "," : "", list(l.shape));
+    for (std::size_t k = 0; k < l.cores.size(); ++k) {
+      s += fmt::format("{}[{}", k ? "," : "", l.cores[k]);
+      for (std::size_t d = 0; d < n; ++d) s += fmt::format(",{}", l.boxes[k * n + d]);
+      s += "]";
+    }
+    out << s << "]}";
+  }
+  out << "],\n\"relayouts\":[";
+  for (std::size_t i = 0; i < p.relayouts.size(); ++i) {
+    s = fmt::format("{}\n{{\"moves\":[", i ? "," : "");
+    const auto& moves = p.relayouts[i].moves;
+    for (std::size_t k = 0; k < moves.size(); ++k) {
+      const sim::Move& m = moves[k];
+      s += fmt::format("{}{{\"from\":{},\"to\":{},\"source\":{},\"target\":{},\"tensor\":{},\"element_bytes\":{}",
+                       k ? "," : "", m.from, m.to, str(m.source), str(m.target), str(m.tensor), m.element_bytes);
+      if (m.tag != sim::kNoTag) s += fmt::format(",\"tag\":{}", m.tag);
+      s += "}";
+    }
+    out << s << "]}";
+  }
+  out << "],\n";
+}
+
 }  // namespace
 
+namespace {
+
+// One core's entry, {"core": c, "items": [...]}, as JSON text.
+void core_text(const Lowered& p, std::size_t c, std::string& s) {
+  s += fmt::format("{{\"core\":{},\"items\":[", c);
+  bool first = true;
+  for (const auto& it : p.cores[c]) {
+    if (!first && it.k != K::End) s += ",";
+    first = it.k == K::Begin;
+    item_json(p, it, s);
+  }
+  s += "]}";
+}
+
+}  // namespace
+
+void Lowered::write(const std::string& path) const {
+  const sim::ProgramFormat f = sim::program_format_for(path);
+  if (f == sim::ProgramFormat::Json) {
+    std::ofstream out(path);
+    if (!out) throw Error(fmt::format("{}: cannot write file", path));
+    write_json(out);
+    if (!out) throw Error(fmt::format("{}: write failed", path));
+    return;
+  }
+  // Binary: the top level as a document, then each core's entry in turn.
+  std::ostringstream top;
+  write_top(top);
+  top << "\"cores\":[]}";
+  Json header = Json::parse(top.str());
+  header.erase("cores");
+  std::vector<std::uint32_t> ids(cores.size());
+  for (std::size_t c = 0; c < cores.size(); ++c) ids[c] = static_cast<std::uint32_t>(c);
+  sim::ProgramWriter w(path, f);
+  w.header(header, ids);
+  std::string s;
+  for (std::size_t c = 0; c < cores.size(); ++c) {
+    s.clear();
+    core_text(*this, c, s);
+    w.core(Json::parse(s));
+  }
+  w.close();
+}
+
 void Lowered::write_json(std::ostream& out) const {
+  write_top(out);
+  out << "\"cores\":[\n";
+  std::string s;
+  for (std::size_t c = 0; c < cores.size(); ++c) {
+    s.clear();
+    if (c) s += ",\n";
+    core_text(*this, c, s);
+    out << s;
+  }
+  out << "\n]}\n";
+}
+
+// Everything before "cores", each key followed by a comma.
+void Lowered::write_top(std::ostream& out) const {
   out << "{\"format\":\"tessera-program\",\"version\":1,\"name\":" << str(name) << ",\n";
   if (groups.size() > 1) {
     out << "\"groups\":{";
@@ -104,7 +195,9 @@ void Lowered::write_json(std::ostream& out) const {
   out << "],\n\"tags\":[";
   for (std::size_t i = 0; i < tags.size(); ++i)
     out << (i ? "," : "") << fmt::format("{{\"op\":{},\"phase\":\"{}\"}}", str(tags[i].op), tags[i].phase);
-  out << "],\n\"exprs\":[";
+  out << "],\n";
+  layouts_json(*this, out);
+  out << "\"exprs\":[";
   for (std::size_t i = 0; i < exprs.size(); ++i) out << (i ? "," : "") << str(exprs[i]);
   out << "],\n";
   if (functional) {
@@ -128,21 +221,6 @@ void Lowered::write_json(std::ostream& out) const {
     }
     out << "],\n";
   }
-  out << "\"cores\":[\n";
-  std::string s;
-  for (std::size_t c = 0; c < cores.size(); ++c) {
-    s.clear();
-    s += fmt::format("{}{{\"core\":{},\"items\":[", c ? ",\n" : "", c);
-    bool first = true;
-    for (const auto& it : cores[c]) {
-      if (!first && it.k != K::End) s += ",";
-      first = it.k == K::Begin;
-      item_json(*this, it, s);
-    }
-    s += "]}";
-    out << s;
-  }
-  out << "\n]}\n";
 }
 
 Json Lowered::json() const {
@@ -159,6 +237,9 @@ sim::Program Lowered::program(const sim::Config& cfg) const {
     p.groups.push_back(sim::Group{n, members, !members.empty() && cfg.chip_of(members.front()) != cfg.chip_of(members.back())});
   for (const auto& t : offchip) p.tensors.push_back(sim::OffchipTensor{t.name, t.chip, t.bytes});
   p.tags = tags;
+  p.layouts = layouts;
+  p.relayouts = relayouts;
+  p.relayout_runs.assign(relayouts.size(), 0);
   for (std::size_t c = 0; c < cores.size(); ++c) {
     sim::CoreProgram cp;
     cp.core = static_cast<std::uint32_t>(c);
@@ -183,6 +264,7 @@ sim::Program Lowered::program(const sim::Config& cfg) const {
         case K::Send: x.op = sim::Op::Send; x.arg = it.arg; x.value = static_cast<std::uint64_t>(it.bytes); break;
         case K::Recv: x.op = sim::Op::Recv; x.arg = it.arg; x.value = static_cast<std::uint64_t>(it.bytes); break;
         case K::Sync: x.op = sim::Op::Sync; x.arg = it.arg; break;
+        case K::Relayout: x.op = sim::Op::Relayout; x.arg = it.arg; p.relayout_runs[it.arg] += mult.back(); break;
         case K::Load: x.op = sim::Op::Load; x.arg = it.arg; x.value = static_cast<std::uint64_t>(it.bytes); break;
         case K::Store: x.op = sim::Op::Store; x.arg = it.arg; x.value = static_cast<std::uint64_t>(it.bytes); break;
         case K::Begin:

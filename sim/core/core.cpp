@@ -17,10 +17,10 @@ const char* activity_name(Activity a) {
 
 Core::Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
            TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
-           FunctionalContext* functional)
+           FunctionalContext* functional, RelayoutRunner& relayouts)
     : sc_core::sc_module(name), dma("dma"), barrier("barrier"), prog_(program),
       issue_cycles_(dma_issue_cycles), trace_(trace), track_(trace_track), status_(status), tags_(tags),
-      fx_(functional) {
+      fx_(functional), relayouts_(relayouts) {
   SC_THREAD(run);
 }
 
@@ -41,6 +41,9 @@ void Core::run() {
           remaining.pop_back();
           ++pc_;
         }
+      } else if (it.op == Op::Relayout) {
+        run_relayout(it);
+        ++pc_;
       } else {
         execute(it);
         ++pc_;
@@ -140,10 +143,33 @@ Activity Core::transfer(const Item& it) {
   }
 }
 
+// A relayout's steps run as the items they stand for (a functional program has them written
+// out at load time instead).
+void Core::run_relayout(const Item& it) {
+  if (fx_)
+    throw SimulationError(fmt::format("core {}: functional mode: relayout at {} was not expanded at load time",
+                                      prog_.core, item_location(*fx_->program, prog_, it)));
+  const std::vector<RelayoutStep>& steps = relayouts_.steps(it.arg, prog_.core);
+  Item x;
+  x.where = it.where;
+  step_ = &x;
+  for (const RelayoutStep& s : steps) {
+    x.op = s.kind == RelayoutStep::Send ? Op::Send : s.kind == RelayoutStep::Recv ? Op::Recv : Op::Compute;
+    x.kind = ComputeKind::Elementwise;
+    x.arg = s.peer;
+    x.tag = s.tag;
+    x.value = s.value;
+    execute(x);
+  }
+  step_ = nullptr;
+  relayouts_.done(it.arg);
+}
+
 void Core::execute(const Item& it) {
   const bool moves = it.op == Op::Send || it.op == Op::Recv || it.op == Op::Wait;
   if (fx_ && !moves) functional(it);
   if (it.op == Op::Alloc || it.op == Op::Free || it.op == Op::Init) return;
+  ++items_run_;
   const Cycles start = now_cycles();
   Activity a = Activity::Compute;
   switch (it.op) {

@@ -10,6 +10,7 @@
 
 #include "sim/core/dma.h"
 #include "sim/program/program.h"
+#include "sim/program/relayout_runner.h"
 #include "sim/sync/barrier.h"
 
 namespace tessera::sim {
@@ -48,18 +49,21 @@ class Core : public sc_core::sc_module {
   SC_HAS_PROCESS(Core);
   Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
        TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
-       FunctionalContext* functional);
+       FunctionalContext* functional, RelayoutRunner& relayouts);
 
   const CoreProgram& program() const { return prog_; }
   bool done() const { return done_; }
   Cycles finish_cycle() const { return finish_; }
   Cycles busy(Activity a) const { return busy_[static_cast<int>(a)]; }
-  // The item the core is executing (for deadlock reports).
-  const Item& current() const { return prog_.code[pc_]; }
+  // The item the core is executing (for deadlock reports): within a relayout, its current step.
+  const Item& current() const { return step_ ? *step_ : prog_.code[pc_]; }
+  // Work items run so far, counting loop iterations and every step of a relayout.
+  std::uint64_t items_run() const { return items_run_; }
 
  private:
   void run();
   void execute(const Item& item);
+  void run_relayout(const Item& item);
   void functional(const Item& item);
   Activity transfer(const Item& item);
   std::shared_ptr<const Payload> payload(const Item& item);
@@ -72,6 +76,9 @@ class Core : public sc_core::sc_module {
   RunStatus& status_;
   TagStats& tags_;
   FunctionalContext* fx_;
+  RelayoutRunner& relayouts_;
+  const Item* step_ = nullptr;
+  std::uint64_t items_run_ = 0;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // functional mode: by slot
   std::shared_ptr<const Payload> received_;
   std::array<Cycles, kActivities> busy_{};

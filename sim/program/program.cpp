@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <tuple>
 #include <map>
 #include <unordered_map>
 
@@ -35,6 +37,15 @@ struct Tally {
   };
   std::unordered_map<std::uint64_t, Pair> pairs;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> syncs;  // (group, core)
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> relayouts;  // (relayout, core)
+  // Functional mode: the pieces of each relayout a core reads, computed once per relayout.
+  struct Piece {
+    RelayoutStep::Kind kind;
+    std::uint32_t peer;
+    std::size_t move;
+    Box box;
+  };
+  std::map<std::uint32_t, std::unordered_map<std::uint32_t, std::vector<Piece>>> pieces;
 };
 
 class CoreReader {
@@ -342,6 +353,92 @@ class CoreReader {
     return out;
   }
 
+  // A core's part of a re-layout: its buffers must be there and large enough for its boxes. In
+  // functional mode the part is written out as the sends, copies and receives it stands for.
+  void read_relayout(const JsonReader& r, const std::string& where, std::uint64_t mult) {
+    const std::uint64_t id = r.u64("id");
+    if (id >= prog_.relayouts.size())
+      r.fail("id", fmt::format("expected < {} (the number of relayouts)", prog_.relayouts.size()));
+    const auto rid = static_cast<std::uint32_t>(id);
+    bool part = false;
+    for (const Move& m : prog_.relayouts[rid].moves) {
+      for (const auto& [layout, buf, role] : {std::tuple{m.from, m.source, "source"}, std::tuple{m.to, m.target, "target"}}) {
+        const Layout& l = prog_.layouts[layout];
+        const auto at = std::lower_bound(l.cores.begin(), l.cores.end(), out_.core);
+        if (at == l.cores.end() || *at != out_.core) continue;
+        part = true;
+        const Box b = l.box(static_cast<std::size_t>(at - l.cores.begin()));
+        require_buffer(buf, static_cast<Bytes>(b.elements()) * m.element_bytes, where,
+                       fmt::format("relayout {} {}", id, role));
+      }
+    }
+    if (!part)
+      r.fail("id", fmt::format("core {} holds no box of relayout {}'s layouts: it has no part in it", out_.core, id));
+    tally_.relayouts[{rid, out_.core}] += mult;
+    prog_.relayout_runs[rid] += mult;
+    if (functional_) expand_relayout(r, rid, where, mult);
+    else emit(Op::Relayout, rid, 0, where, mult);
+  }
+
+  void expand_relayout(const JsonReader& r, std::uint32_t rid, const std::string& where, std::uint64_t mult) {
+    const Relayout& rl = prog_.relayouts[rid];
+    auto cached = tally_.pieces.find(rid);
+    if (cached == tally_.pieces.end()) {
+      std::unordered_map<std::uint32_t, std::array<std::vector<Tally::Piece>, 3>> lists;
+      for (std::size_t i = 0; i < rl.moves.size(); ++i)
+        for_each_piece(prog_.layouts[rl.moves[i].from], prog_.layouts[rl.moves[i].to],
+                       [&](std::uint32_t from, std::uint32_t to, const Box& b) {
+                         if (from == to) {
+                           lists[to][1].push_back({RelayoutStep::Copy, to, i, b});
+                         } else {
+                           lists[from][0].push_back({RelayoutStep::Send, to, i, b});
+                           lists[to][2].push_back({RelayoutStep::Recv, from, i, b});
+                         }
+                       });
+      auto& per_core = tally_.pieces[rid];
+      for (auto& [core, l] : lists)
+        for (auto& part : l) per_core[core].insert(per_core[core].end(), part.begin(), part.end());
+      cached = tally_.pieces.find(rid);
+    }
+    const auto mine = cached->second.find(out_.core);
+    if (mine == cached->second.end()) return;
+    for (const Tally::Piece& p : mine->second) {
+      const Move& m = rl.moves[p.move];
+      tag_ = m.tag;
+      const Bytes bytes = static_cast<Bytes>(p.box.elements()) * m.element_bytes;
+      if (p.kind == RelayoutStep::Copy) {
+        emit(Op::Compute, 0, elementwise_cycles(cfg_.chip.core, VecOp::Copy, static_cast<std::uint64_t>(p.box.elements())),
+             where, mult, ComputeKind::Elementwise);
+        FunctionalItem& f = fn_item();
+        f.expr = static_cast<int>(copy_expr(p.box.origin.size()));
+        for (std::size_t d = 0; d < p.box.origin.size(); ++d)
+          f.ranges.push_back({p.box.origin[d], p.box.origin[d] + p.box.extent[d]});
+        f.inputs.push_back(value_buffer(r, "id", m.source));
+        f.buffer = value_buffer(r, "id", m.target);
+        continue;
+      }
+      const bool send = p.kind == RelayoutStep::Send;
+      const std::uint64_t key = send ? (std::uint64_t{out_.core} << 32 | p.peer) : (std::uint64_t{p.peer} << 32 | out_.core);
+      Tally::Pair& t = tally_.pairs[key];
+      (send ? t.sent : t.received) += mult;
+      (send ? t.sent_bytes : t.received_bytes) += mult * bytes;
+      emit(send ? Op::Send : Op::Recv, p.peer, bytes, where, mult);
+      fn_item().buffer = value_buffer(r, "id", send ? m.source : m.target);
+      if (send) fn_item().box = p.box;
+    }
+  }
+
+  // The expression of a copy of a rank-n box, added to the program's expressions once.
+  std::size_t copy_expr(std::size_t rank) {
+    std::string ix;
+    for (std::size_t d = 0; d < rank; ++d) ix += fmt::format("{}d{}", d ? "," : "", d);
+    const std::string text = fmt::format("T[{}] = T[{}]", ix, ix);
+    for (std::size_t i = 0; i < prog_.exprs.size(); ++i)
+      if (prog_.exprs[i].text == text) return i;
+    prog_.exprs.push_back(ir::parse_expr(text));
+    return prog_.exprs.size() - 1;
+  }
+
   void read_item(const Json& j, const std::string& where, std::uint64_t mult) {
     JsonReader r(j, what_, where, 'p');
     std::string op = r.string("op");
@@ -421,6 +518,8 @@ class CoreReader {
       emit(op == "load" ? Op::Load : Op::Store, t, bytes, where, mult);
       if (functional_) fn_item().buffer = value_buffer(r, "buffer", r.string("buffer"));
       start_handle(r, where);
+    } else if (op == "relayout") {
+      read_relayout(r, where, mult);
     } else if (op == "repeat") {
       std::uint64_t count = r.u64("count");
       if (count == 0 || count > 0xffffffffu) r.fail("count", "expected 1..4294967295");
@@ -442,7 +541,7 @@ class CoreReader {
                        "waits for");
     } else {
       r.fail("op", fmt::format("unknown op \"{}\" (expected alloc, free, init, compute, send, "
-                               "recv, wait, sync, load, store or repeat)", op));
+                               "recv, wait, sync, load, store, relayout or repeat)", op));
     }
     r.reject_unknown_keys();
   }
@@ -601,63 +700,218 @@ void read_functional_tables(const JsonReader& r, Program& prog) {
   }
 }
 
+// "layouts": [{"shape": [...], "boxes": [[core, origin..., extent...], ...]}]
+Layout read_layout(const JsonReader& r, const Config& cfg) {
+  Layout l;
+  const Json& sh = r.value("shape");
+  if (!sh.is_array() || sh.empty()) r.fail("shape", "expected a non-empty array of positive integers");
+  for (const auto& d : sh) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() <= 0) r.fail("shape", "expected a non-empty array of positive integers");
+    l.shape.push_back(d.get<std::int64_t>());
+  }
+  const std::size_t n = l.shape.size();
+  const Json& boxes = r.value("boxes");
+  if (!boxes.is_array()) r.fail("boxes", "expected an array of [core, origin..., extent...]");
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    const Json& b = boxes[i];
+    const std::string at = fmt::format("boxes[{}]", i);
+    if (!b.is_array() || b.size() != 1 + 2 * n)
+      r.fail("boxes", fmt::format("{}: expected [core, {} origin values, {} extents]", at, n, n));
+    for (const auto& v : b)
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0) r.fail("boxes", fmt::format("{}: expected non-negative integers", at));
+    const auto core = b[0].get<std::uint64_t>();
+    if (core >= cfg.total_cores())
+      r.fail("boxes", fmt::format("{}: core {} does not exist (the config has {} cores)", at, core, cfg.total_cores()));
+    if (!l.cores.empty() && core <= l.cores.back())
+      r.fail("boxes", fmt::format("{}: expected boxes in ascending core order, one per core", at));
+    for (std::size_t d = 0; d < n; ++d) {
+      const auto lo = b[1 + d].get<std::int64_t>(), len = b[1 + n + d].get<std::int64_t>();
+      if (len <= 0 || lo + len > l.shape[d])
+        r.fail("boxes", fmt::format("{}: dimension {}: [{}, {}) is empty or outside the shape's {}", at, d, lo, lo + len, l.shape[d]));
+    }
+    l.cores.push_back(static_cast<std::uint32_t>(core));
+    for (std::size_t k = 1; k < b.size(); ++k) l.boxes.push_back(b[k].get<std::int64_t>());
+  }
+  r.reject_unknown_keys();
+  return l;
+}
+
+Move read_move(const JsonReader& r, const Program& prog, bool functional) {
+  Move m;
+  for (auto [key, dst] : {std::pair{"from", &m.from}, std::pair{"to", &m.to}}) {
+    const std::uint64_t v = r.u64(key);
+    if (v >= prog.layouts.size()) r.fail(key, fmt::format("expected < {} (the number of layouts)", prog.layouts.size()));
+    *dst = static_cast<std::uint32_t>(v);
+  }
+  if (prog.layouts[m.from].shape != prog.layouts[m.to].shape)
+    r.fail("to", "the two layouts are of different shapes");
+  m.source = r.string("source");
+  m.target = r.string("target");
+  m.element_bytes = r.u64("element_bytes", 2);
+  if (m.element_bytes == 0) r.fail("element_bytes", "expected at least 1");
+  if (r.has("tag")) {
+    const std::uint64_t t = r.u64("tag");
+    if (t >= prog.tags.size()) r.fail("tag", fmt::format("expected < {} (the number of tags)", prog.tags.size()));
+    m.tag = static_cast<std::uint32_t>(t);
+  }
+  m.tensor = r.string("tensor", "");
+  if (functional && m.tensor.empty()) r.fail("tensor", "functional mode needs the data tensor each move carries");
+  r.reject_unknown_keys();
+  return m;
+}
+
+void read_relayouts(const JsonReader& r, const Config& cfg, Program& prog, bool functional) {
+  if (r.has("layouts")) {
+    const Json& arr = r.value("layouts");
+    if (!arr.is_array()) r.fail("layouts", "expected an array of {shape, boxes}");
+    for (std::size_t i = 0; i < arr.size(); ++i)
+      prog.layouts.push_back(read_layout(JsonReader(arr[i], r.what(), fmt::format("layouts[{}]", i), 'p'), cfg));
+  }
+  if (!r.has("relayouts")) return;
+  const Json& arr = r.value("relayouts");
+  if (!arr.is_array()) r.fail("relayouts", "expected an array of {moves}");
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    JsonReader rr(arr[i], r.what(), fmt::format("relayouts[{}]", i), 'p');
+    const Json& moves = rr.value("moves");
+    if (!moves.is_array() || moves.empty()) rr.fail("moves", "expected a non-empty array of moves");
+    Relayout rl;
+    for (std::size_t k = 0; k < moves.size(); ++k)
+      rl.moves.push_back(read_move(JsonReader(moves[k], r.what(), fmt::format("relayouts[{}].moves[{}]", i, k), 'p'), prog, functional));
+    rr.reject_unknown_keys();
+    prog.relayouts.push_back(std::move(rl));
+  }
+  prog.relayout_runs.assign(prog.relayouts.size(), 0);
+}
+
+// Every core that holds a box of a relayout's layouts runs it, and as often as the others.
+void check_relayouts(const Tally& t, const Program& prog, const std::string& what) {
+  for (std::uint32_t r = 0; r < prog.relayouts.size(); ++r) {
+    if (prog.relayout_runs[r] == 0) continue;
+    std::vector<std::uint32_t> cores;
+    for (const Move& m : prog.relayouts[r].moves)
+      for (auto l : {m.from, m.to}) cores.insert(cores.end(), prog.layouts[l].cores.begin(), prog.layouts[l].cores.end());
+    std::sort(cores.begin(), cores.end());
+    cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+    std::uint64_t want = 0;
+    std::uint32_t first = 0;
+    for (std::size_t i = 0; i < cores.size(); ++i) {
+      auto it = t.relayouts.find({r, cores[i]});
+      const std::uint64_t n = it == t.relayouts.end() ? 0 : it->second;
+      if (i == 0) { want = n; first = cores[i]; continue; }
+      if (n != want)
+        throw ProgramError(fmt::format("{}: relayout {}: core {} runs it {} time(s) but core {} runs it {} "
+                                       "time(s); every core that holds one of its boxes must run it equally often",
+                                       what, r, first, want, cores[i], n));
+    }
+  }
+}
+
 }  // namespace
 
-Program parse_program(const Json& json, const std::string& what, const Config& cfg,
-                      const ProgramOptions& options) {
-  JsonReader r(json, what, "", 'p');
+struct ProgramParser::State {
+  State(const Json& h, const std::string& w, const Config& c, const ProgramOptions& o)
+      : header(h), what(w), cfg(c), options(o), r(header, what, "", 'p') {}
+  const Json& header;
+  std::string what;
+  const Config& cfg;
+  ProgramOptions options;
+  JsonReader r;
+  Program prog;
+  std::unordered_map<std::string, std::uint32_t> group_index, tensor_index;
+  Tally tally;
+  std::vector<std::uint32_t> ids;  // in listing order
+  std::size_t next = 0;
+};
+
+ProgramParser::ProgramParser(const Json& header, const std::string& what, const Config& cfg,
+                             const ProgramOptions& options, const Json* core_ids)
+    : s_(std::make_unique<State>(header, what, cfg, options)) {
+  JsonReader& r = s_->r;
+  Program& prog = s_->prog;
   std::string format = r.string("format");
   if (format != "tessera-program") r.fail("format", "expected \"tessera-program\"");
   if (r.u64("version") != 1) r.fail("version", "expected 1 (the only version so far)");
-  Program prog;
   prog.name = r.string("name", "");
-  std::unordered_map<std::string, std::uint32_t> group_index, tensor_index;
-  read_groups(r, cfg, prog, group_index);
-  read_tensors(r, cfg, prog, tensor_index);
+  read_groups(r, cfg, prog, s_->group_index);
+  read_tensors(r, cfg, prog, s_->tensor_index);
   read_functional_tables(r, prog);
+  read_relayouts(r, cfg, prog, options.functional);
   prog.functional = options.functional;
   if (options.functional && prog.data_tensors.empty())
     throw ProgramError(fmt::format("{}: functional mode needs data_tensors, exprs and views "
                                    "(compile with --functional)", what));
-
-  const Json& cores = r.value("cores");
-  if (!cores.is_array()) r.fail("cores", "expected an array of {core, items}");
   // "all" is every core that appears in the program; collect it before reading syncs.
-  for (std::size_t i = 0; i < cores.size(); ++i) {
-    JsonReader c(cores[i], what, fmt::format("cores[{}]", i), 'p');
-    std::uint64_t id = c.u64("core");
-    if (id >= cfg.total_cores())
-      c.fail("core", fmt::format("core {} does not exist (the config has {} cores)", id, cfg.total_cores()));
-    prog.groups[0].members.push_back(static_cast<std::uint32_t>(id));
+  if (core_ids) {
+    if (!core_ids->is_array()) r.fail("core_ids", "expected an array of core ids");
+    for (std::size_t i = 0; i < core_ids->size(); ++i) {
+      const Json& v = (*core_ids)[i];
+      if (!v.is_number_unsigned() || v.get<std::uint64_t>() >= cfg.total_cores())
+        r.fail("core_ids", fmt::format("[{}]: {} is not a core id (the config has {} cores)", i, v.dump(), cfg.total_cores()));
+      s_->ids.push_back(v.get<std::uint32_t>());
+    }
+  } else {
+    const Json& cores = r.value("cores");
+    if (!cores.is_array()) r.fail("cores", "expected an array of {core, items}");
+    for (std::size_t i = 0; i < cores.size(); ++i) {
+      JsonReader c(cores[i], what, fmt::format("cores[{}]", i), 'p');
+      std::uint64_t id = c.u64("core");
+      if (id >= cfg.total_cores())
+        c.fail("core", fmt::format("core {} does not exist (the config has {} cores)", id, cfg.total_cores()));
+      s_->ids.push_back(static_cast<std::uint32_t>(id));
+    }
   }
   auto& all = prog.groups[0].members;
+  all = s_->ids;
   std::sort(all.begin(), all.end());
   if (auto dup = std::adjacent_find(all.begin(), all.end()); dup != all.end())
     throw ProgramError(fmt::format("{}: cores: core {} is listed twice", what, *dup));
   for (auto& g : prog.groups)
     g.spans_chips = !g.members.empty() && cfg.chip_of(g.members.front()) != cfg.chip_of(g.members.back());
-
-  Tally tally;
-  prog.cores.resize(cores.size());
-  for (std::size_t i = 0; i < cores.size(); ++i) {
-    std::string path = fmt::format("cores[{}]", i);
-    JsonReader c(cores[i], what, path, 'p');
-    CoreProgram& cp = prog.cores[i];
-    cp.core = static_cast<std::uint32_t>(c.u64("core"));
-    CoreReader reader(cfg, prog, tally, what, group_index, tensor_index, cp, options.functional);
-    reader.read_items(c.value("items"), path + ".items", 1);
-    reader.finish();
-    c.reject_unknown_keys();
-  }
-  std::sort(prog.cores.begin(), prog.cores.end(),
-            [](const CoreProgram& a, const CoreProgram& b) { return a.core < b.core; });
-  check_tally(tally, prog, what);
-  r.reject_unknown_keys();
-  return prog;
+  prog.cores.resize(s_->ids.size());
 }
 
-Program load_program(const std::string& path, const Config& cfg, const ProgramOptions& options) {
-  return parse_program(read_json_file(path), path, cfg, options);
+ProgramParser::~ProgramParser() = default;
+
+std::size_t ProgramParser::cores() const { return s_->ids.size(); }
+
+void ProgramParser::add_core(const Json& entry) {
+  const std::size_t i = s_->next;
+  const std::string path = fmt::format("cores[{}]", i);
+  if (i >= s_->ids.size())
+    throw ProgramError(fmt::format("{}: {}: more core entries than the {} listed", s_->what, path, s_->ids.size()));
+  JsonReader c(entry, s_->what, path, 'p');
+  CoreProgram& cp = s_->prog.cores[i];
+  cp.core = static_cast<std::uint32_t>(c.u64("core"));
+  if (cp.core != s_->ids[i])
+    c.fail("core", fmt::format("core {}, but the list of cores has core {} in this place", cp.core, s_->ids[i]));
+  CoreReader reader(s_->cfg, s_->prog, s_->tally, s_->what, s_->group_index, s_->tensor_index, cp,
+                    s_->options.functional);
+  reader.read_items(c.value("items"), path + ".items", 1);
+  reader.finish();
+  c.reject_unknown_keys();
+  ++s_->next;
+}
+
+Program ProgramParser::finish() {
+  if (s_->next != s_->ids.size())
+    throw ProgramError(fmt::format("{}: cores: {} core(s) listed but {} read (the file ends early)", s_->what,
+                                   s_->ids.size(), s_->next));
+  Program& prog = s_->prog;
+  std::sort(prog.cores.begin(), prog.cores.end(),
+            [](const CoreProgram& a, const CoreProgram& b) { return a.core < b.core; });
+  check_tally(s_->tally, prog, s_->what);
+  check_relayouts(s_->tally, prog, s_->what);
+  s_->r.reject_unknown_keys();
+  return std::move(prog);
+}
+
+Program parse_program(const Json& json, const std::string& what, const Config& cfg,
+                      const ProgramOptions& options) {
+  if (!json.is_object()) throw ProgramError(fmt::format("{}: expected a program object", what));
+  ProgramParser p(json, what, cfg, options);
+  const Json& cores = json.at("cores");
+  for (std::size_t i = 0; i < cores.size(); ++i) p.add_core(cores[i]);
+  return p.finish();
 }
 
 }  // namespace tessera::sim

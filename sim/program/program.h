@@ -5,6 +5,7 @@
 // simulation itself does no timing arithmetic for compute.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,15 @@
 #include "sim/config/config.h"
 #include "sim/core/compute_model.h"
 #include "sim/functional/data.h"
+#include "sim/program/relayout.h"
 
 namespace tessera::sim {
 
 enum class Op : std::uint8_t {
   Compute, Send, Recv, Sync, Load, Store, LoopBegin, LoopEnd,
   Wait,  // for a transfer started with a handle (arg: the handle; value: the Op that started it)
-  Alloc, Free, Init  // functional mode only: buffers that hold values, weights preloaded (0 cycles)
+  Alloc, Free, Init,  // functional mode only: buffers that hold values, weights preloaded (0 cycles)
+  Relayout  // arg: index into Program::relayouts; the core's sends, copies and receives of it
 };
 constexpr std::uint32_t kNoTag = ~0u;
 
@@ -27,7 +30,7 @@ struct Item {
   Op op;
   ComputeKind kind = ComputeKind::Matmul;  // Compute only
   std::uint32_t arg = 0;  // Send/Recv: peer core; Sync: group; Load/Store: tensor;
-                          // LoopBegin: count; LoopEnd: index of its LoopBegin
+                          // LoopBegin: count; LoopEnd: index of its LoopBegin; Relayout: relayout
   std::uint32_t where = 0;  // index into CoreProgram::where (diagnostics, functional details)
   std::uint32_t tag = kNoTag;  // index into Program::tags: which operator and phase it belongs to
   std::uint64_t value = 0;  // Send/Recv/Load/Store: bytes; Compute: cycles
@@ -48,7 +51,8 @@ struct CoreProgram {
   std::vector<Item> code;
   std::vector<std::string> where;  // "cores[2].items[5]" for each item, for error messages
   Bytes peak_scratchpad_bytes = 0;
-  std::uint64_t work_items = 0;  // items executed, counting loop iterations
+  std::uint64_t work_items = 0;  // items to run, counting loop iterations; a relayout as one item
+                                 // (the results count its steps as they run)
   std::uint32_t dma_handles = 0;  // distinct handle names (DMA slots 1..dma_handles)
   std::vector<FunctionalItem> functional;  // by Item::where, functional mode only
   std::vector<View> views;                 // buffer slots, functional mode only
@@ -78,6 +82,11 @@ struct Program {
   std::vector<OffchipTensor> tensors;
   std::vector<CoreProgram> cores;  // only the cores that have work, ascending core id
   std::vector<Tag> tags;
+  // Re-layouts (relayout.h): the layouts they move between, and per relayout how many times
+  // cores run it in all (counting loop iterations), so the simulator can drop it after the last.
+  std::vector<Layout> layouts;
+  std::vector<Relayout> relayouts;
+  std::vector<std::uint64_t> relayout_runs;
   // Functional mode: global tensors (shape) and the kernels compute items evaluate.
   bool functional = false;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> data_tensors;
@@ -96,7 +105,25 @@ struct ProgramOptions {
 };
 Program parse_program(const Json& json, const std::string& what, const Config& config,
                       const ProgramOptions& options = {});
-Program load_program(const std::string& path, const Config& config,
-                     const ProgramOptions& options = {});
+
+// The same parse, one core at a time, for programs read from a stream (program_file.h): the
+// top level (everything but the cores' items) first, then each core's {"core", "items"} entry
+// in the order `core_ids` lists them, then finish(). Errors are those of parse_program, word for
+// word; only one core's items need to exist as JSON at a time.
+class ProgramParser {
+ public:
+  // Without `core_ids`, the header's own "cores" array lists them (a whole JSON program).
+  ProgramParser(const Json& header, const std::string& what, const Config& config,
+                const ProgramOptions& options, const Json* core_ids = nullptr);
+  ~ProgramParser();
+  std::size_t cores() const;
+  void add_core(const Json& entry);
+  Program finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+// load_program (a file of either form): sim/program/program_file.h.
 
 }  // namespace tessera::sim

@@ -12,7 +12,7 @@ namespace tessera::sim {
 
 System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog,
                TraceRecorder* trace)
-    : sc_core::sc_module(name), cfg_(cfg), prog_(prog), tags_(prog.tags.size()),
+    : sc_core::sc_module(name), cfg_(cfg), prog_(prog), tags_(prog.tags.size()), relayouts_(prog, cfg.chip.core),
       network_("network", cfg, trace), barrier_("barrier", cfg, prog),
       memory_("offchip", cfg, trace) {
   if (prog.functional) {
@@ -33,7 +33,7 @@ System::System(sc_core::sc_module_name name, const Config& cfg, const Program& p
     d.mem.bind(memory_);
     cores_.push_back(std::make_unique<Core>(fmt::format("core_{}", cp.core).c_str(), cp,
                                             cfg.chip.dma.issue_cycles, trace, track, status_, tags_,
-                                            fx_.get()));
+                                            fx_.get(), relayouts_));
     Core& c = *cores_.back();
     c.dma.bind(d);
     c.barrier.bind(barrier_);
@@ -92,7 +92,10 @@ Json System::results() const {
   r["clock_ghz"] = cfg_.clock_ghz;
   r["total_cycles"] = total;
   r["total_seconds"] = static_cast<double>(total) / (cfg_.clock_ghz * 1e9);
-  r["work_items"] = prog_.total_work_items();
+  std::uint64_t items = 0;
+  for (const auto& c : cores_) items += c->items_run();
+  r["work_items"] = items;
+  r["relayout_steps_peak"] = relayouts_.peak_steps_held();
   r["messages"] = network_.messages();
   r["network_hops"] = network_.hops();
   r["barriers"] = barrier_.barriers();

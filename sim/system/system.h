@@ -33,6 +33,7 @@ class System : public sc_core::sc_module {
   RunStatus status_;
   TagStats tags_;
   std::unique_ptr<FunctionalContext> fx_;
+  RelayoutRunner relayouts_;
   Network network_;
   Barrier barrier_;
   OffchipMemory memory_;

@@ -1,0 +1,71 @@
+#pragma once
+// Re-layouts: tensors moved from one distribution over cores into another, kept in a program as
+// two layouts (each core's box) per tensor instead of one send and one receive per message. The
+// messages follow from the layouts by one rule (relayout_pieces), which the compiler uses to
+// price and the simulator uses to run, so a program holds O(cores) numbers per re-layout where
+// its messages are O(cores^2) at worst. docs/program.md, "Re-layouts".
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/common/types.h"
+#include "sim/functional/data.h"
+
+namespace tessera::sim {
+
+// A tensor's boxes over cores: the cores that hold a box (ascending) and, per listed core, its
+// box clipped to the shape (origin, then extent: 2 x rank numbers).
+struct Layout {
+  std::vector<std::int64_t> shape;
+  std::vector<std::uint32_t> cores;
+  std::vector<std::int64_t> boxes;
+  std::size_t rank() const { return shape.size(); }
+  Box box(std::size_t i) const;
+  bool holds(std::uint32_t core) const;
+  bool operator==(const Layout& o) const { return shape == o.shape && cores == o.cores && boxes == o.boxes; }
+};
+
+// A layout from per-core views (index = core; an empty tensor name holds nothing), clipped to the
+// shape; cores whose box lies outside it hold nothing.
+Layout layout_of(const std::vector<std::int64_t>& shape, const std::vector<View>& views);
+
+// One tensor's part of a re-layout: from one layout into another, out of buffer `source` on the
+// cores that send into buffer `target` on the cores that receive.
+struct Move {
+  std::uint32_t from = 0, to = 0;  // indices into Program::layouts
+  std::uint32_t tag = ~0u;         // the tag its items count under (~0u: none)
+  Bytes element_bytes = 2;
+  std::string tensor;              // functional mode: the data tensor that is moved
+  std::string source, target;      // buffer names, the same on every core
+};
+
+// Every move of one re-layout runs together: on each core its sends (move by move), then its
+// local copies, then its receives, so that no core holds back what others wait for while it
+// waits for its own operands.
+struct Relayout {
+  std::vector<Move> moves;
+};
+
+// Every piece that moves a tensor from `src` into `dst`, by receiving core (ascending), then
+// along the source boxes it overlaps: f(from, to, box). A box held by several cores (replicas) is
+// read from the receiving core itself if it holds one, else from the replica chosen by the
+// receiver's id, which spreads the readers over the holders. from == to: a copy on one core.
+void for_each_piece(const Layout& src, const Layout& dst,
+                    const std::function<void(std::uint32_t from, std::uint32_t to, const Box& box)>& f);
+
+// What one core does for a re-layout, in order: a send or a receive of `value` bytes to or from
+// `peer`, or a local copy of `value` elements (elements are turned into cycles by the runner).
+struct RelayoutStep {
+  enum Kind : std::uint8_t { Send, Copy, Recv } kind;
+  std::uint32_t peer;
+  std::uint32_t tag;
+  std::uint64_t value;
+};
+
+// Per core, every step of relayout `r`, in the order the core runs them.
+std::unordered_map<std::uint32_t, std::vector<RelayoutStep>> relayout_steps(
+    const Relayout& r, const std::vector<Layout>& layouts);
+
+}  // namespace tessera::sim

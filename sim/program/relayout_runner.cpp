@@ -1,0 +1,35 @@
+#include "sim/program/relayout_runner.h"
+
+#include <algorithm>
+
+#include "sim/core/compute_model.h"
+
+namespace tessera::sim {
+
+const std::vector<RelayoutStep>& RelayoutRunner::steps(std::uint32_t r, std::uint32_t core) {
+  auto it = live_.find(r);
+  if (it == live_.end()) {
+    Live l;
+    l.by_core = relayout_steps(prog_.relayouts[r], prog_.layouts);
+    for (auto& [c, list] : l.by_core) {
+      l.steps += list.size();
+      for (RelayoutStep& s : list)
+        if (s.kind == RelayoutStep::Copy) s.value = elementwise_cycles(core_, VecOp::Copy, s.value);
+    }
+    l.runs_left = prog_.relayout_runs[r];
+    held_ += l.steps;
+    peak_held_ = std::max(peak_held_, held_);
+    it = live_.emplace(r, std::move(l)).first;
+  }
+  auto mine = it->second.by_core.find(core);
+  return mine == it->second.by_core.end() ? none_ : mine->second;
+}
+
+void RelayoutRunner::done(std::uint32_t r) {
+  auto it = live_.find(r);
+  if (it == live_.end() || --it->second.runs_left > 0) return;
+  held_ -= it->second.steps;
+  live_.erase(it);
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,153 @@
+// Re-layouts (sim/program/relayout.h): the pieces two layouts give, worked out by hand; a
+// relayout item times exactly as the sends, copies and receives it stands for; and bad
+// relayouts are named errors. Exchange test chip (test/support.h): 4 B/cycle ports, latency 30,
+// a copy of 8n elements takes n cycles.
+#include <catch2/catch.hpp>
+
+#include "compiler/compile.h"
+#include "sim/program/relayout.h"
+#include "test/support.h"
+
+using namespace tessera;
+using test::ProgramBuilder;
+
+namespace {
+
+// A [4, 16] tensor by rows (core 0: rows 0-1, core 1: rows 2-3) and by columns (core 0: columns
+// 0-7, core 1: columns 8-15), as program JSON.
+Json rows_and_columns() {
+  return Json::array({{{"shape", {4, 16}}, {"boxes", {{0, 0, 0, 2, 16}, {1, 2, 0, 2, 16}}}},
+                      {{"shape", {4, 16}}, {"boxes", {{0, 0, 0, 4, 8}, {1, 0, 8, 4, 8}}}}});
+}
+
+Json relayout_program(bool both_cores = true) {
+  ProgramBuilder p;
+  for (std::uint32_t c = 0; c < 2; ++c) {
+    p.alloc(c, "rows", 64).alloc(c, "cols", 64);
+    if (c == 0 || both_cores) p.core(c).push_back({{"op", "relayout"}, {"id", 0}});
+  }
+  Json j = p.json();
+  j["tags"] = Json::array({{{"op", "transpose"}, {"phase", "input"}}});
+  j["layouts"] = rows_and_columns();
+  j["relayouts"] = Json::array({{{"moves", {{{"from", 0}, {"to", 1}, {"source", "rows"}, {"target", "cols"}, {"tag", 0}}}}}});
+  return j;
+}
+
+sim::Layout layout(std::vector<std::int64_t> shape, std::vector<std::uint32_t> cores, std::vector<std::int64_t> boxes) {
+  return sim::Layout{std::move(shape), std::move(cores), std::move(boxes)};
+}
+
+}  // namespace
+
+TEST_CASE("relayout: rows to columns on two cores, by hand", "[relayout]") {
+  const sim::Layout rows = layout({4, 16}, {0, 1}, {0, 0, 2, 16, 2, 0, 2, 16});
+  const sim::Layout cols = layout({4, 16}, {0, 1}, {0, 0, 4, 8, 0, 8, 4, 8});
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::int64_t, std::int64_t, std::int64_t>> pieces;
+  sim::for_each_piece(rows, cols, [&](std::uint32_t from, std::uint32_t to, const sim::Box& b) {
+    pieces.emplace_back(from, to, b.origin[0], b.origin[1], b.elements());
+  });
+  // by receiving core, then along the source boxes: 2 x 8 elements each
+  REQUIRE(pieces.size() == 4);
+  CHECK(pieces[0] == std::make_tuple(0u, 0u, 0, 0, 16));
+  CHECK(pieces[1] == std::make_tuple(1u, 0u, 2, 0, 16));
+  CHECK(pieces[2] == std::make_tuple(0u, 1u, 0, 8, 16));
+  CHECK(pieces[3] == std::make_tuple(1u, 1u, 2, 8, 16));
+
+  sim::Relayout r{{sim::Move{0, 1, 7, 2, "x", "rows", "cols"}}};
+  auto steps = sim::relayout_steps(r, {rows, cols});
+  // each core: its send (16 elements x 2 bytes), its copy (16 elements), its receive
+  for (std::uint32_t c : {0u, 1u}) {
+    const auto& s = steps.at(c);
+    REQUIRE(s.size() == 3);
+    CHECK((s[0].kind == sim::RelayoutStep::Send && s[0].peer == 1 - c && s[0].value == 32 && s[0].tag == 7));
+    CHECK((s[1].kind == sim::RelayoutStep::Copy && s[1].peer == c && s[1].value == 16));
+    CHECK((s[2].kind == sim::RelayoutStep::Recv && s[2].peer == 1 - c && s[2].value == 32));
+  }
+}
+
+TEST_CASE("relayout: replicas are read from the receiver itself, else by the receiver's id", "[relayout]") {
+  // cores 0 and 1 both hold the whole [2, 4] tensor; cores 0, 2 and 3 want one row or all of it
+  const sim::Layout both = layout({2, 4}, {0, 1}, {0, 0, 2, 4, 0, 0, 2, 4});
+  const sim::Layout want = layout({2, 4}, {0, 2, 3}, {0, 0, 2, 4, 0, 0, 1, 4, 1, 0, 1, 4});
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> moves;
+  sim::for_each_piece(both, want, [&](std::uint32_t from, std::uint32_t to, const sim::Box&) { moves.emplace_back(from, to); });
+  // core 0 holds a replica: a local copy; core 2 reads replica 2 % 2 = core 0, core 3 reads core 1
+  CHECK(moves == std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 0}, {0, 2}, {1, 3}});
+}
+
+TEST_CASE("relayout: a relayout item takes the time of the items it stands for", "[relayout]") {
+  // Each core sends 32 bytes (8 cycles at 4 B/cycle), copies 16 elements (2 cycles), then
+  // receives the other's message, in since 8 + 30: 38 cycles.
+  const Json r = test::run(test::exchange_config(2), relayout_program());
+  CHECK(test::total(r) == 38);
+  CHECK(r["messages"] == 2);
+  CHECK(r["work_items"] == 6);
+  for (const auto& c : r["cores"]) {
+    CHECK(c["cycles"]["send"] == 8);
+    CHECK(c["cycles"]["compute"] == 2);
+    CHECK(c["cycles"]["recv"] == 28);
+  }
+  CHECK(r["operators"][0]["name"] == "transpose");
+  CHECK(r["operators"][0]["exchange_cycles"] == 36.0);  // (8 + 28) per core, averaged
+  // the same, written out by hand
+  ProgramBuilder p;
+  for (std::uint32_t c = 0; c < 2; ++c) {
+    p.alloc(c, "buf", 64).send(c, 1 - c, 32).delay(c, 2).recv(c, 1 - c, 32);
+  }
+  CHECK(test::total(test::run(test::exchange_config(2), p.json())) == 38);
+}
+
+TEST_CASE("relayout: bad relayouts are named errors", "[relayout]") {
+  const sim::Config cfg = test::config(test::exchange_config(2));
+  auto error = [&](const Json& prog) {
+    try {
+      sim::parse_program(prog, "p.json", cfg);
+    } catch (const ProgramError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Json j = relayout_program(false);
+  CHECK_THAT(error(j), Catch::Contains("relayout 0: core 0 runs it 1 time(s) but core 1 runs it 0 time(s)"));
+  j = relayout_program();
+  j["layouts"][1]["boxes"][1] = {1, 0, 8, 4, 9};
+  CHECK_THAT(error(j), Catch::Contains("layouts[1].boxes: boxes[1]: dimension 1: [8, 17) is empty or outside the shape's 16"));
+  j = relayout_program();
+  j["layouts"][1]["boxes"] = {{1, 0, 8, 4, 8}, {0, 0, 0, 4, 8}};
+  CHECK_THAT(error(j), Catch::Contains("ascending core order"));
+  j = relayout_program();
+  j["relayouts"][0]["moves"][0]["to"] = 2;
+  CHECK_THAT(error(j), Catch::Contains("relayouts[0].moves[0].to: expected < 2 (the number of layouts)"));
+  j = relayout_program();
+  j["cores"][0]["items"][2]["id"] = 1;
+  CHECK_THAT(error(j), Catch::Contains("cores[0].items[2].id: expected < 1 (the number of relayouts)"));
+  j = relayout_program();
+  j["cores"][0]["items"][1]["bytes"] = 16;  // the target buffer is too small for core 0's box
+  CHECK_THAT(error(j), Catch::Contains("relayout 0 target buffer 'cols' holds 16 bytes but the operation needs 64"));
+  j = relayout_program();
+  j["relayouts"][0]["moves"][0]["speed"] = 1;
+  CHECK_THAT(error(j), Catch::Contains("speed"));
+  j = relayout_program();
+  j["cores"].push_back({{"core", 2}, {"items", {{{"op", "relayout"}, {"id", 0}}}}});
+  try {
+    sim::parse_program(j, "p.json", test::config(test::exchange_config(3)));
+    FAIL("no error");
+  } catch (const ProgramError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("cores[2].items[0].id: core 2 holds no box of relayout 0's layouts"));
+  }
+}
+
+TEST_CASE("relayout: a compiled model's relayouts time the same through JSON as built directly", "[relayout]") {
+  const sim::Config cfg = test::config(test::exchange_config(8));
+  const ir::Workload w = test::mlp_workload();
+  const compiler::Compiled c = compiler::compile(w, cfg, compiler::CompileOptions{});
+  REQUIRE(!c.program.relayouts.empty());
+  const Json j = c.program.json();
+  CHECK(j["relayouts"].size() == c.program.relayouts.size());
+  const Json via_json = sim::simulate(cfg, sim::parse_program(j, "mlp", cfg)).results;
+  const Json direct = sim::simulate(cfg, c.program.program(cfg)).results;
+  CHECK(via_json["total_cycles"] == direct["total_cycles"]);
+  CHECK(via_json["messages"] == direct["messages"]);
+  CHECK(via_json["work_items"] == direct["work_items"]);
+  CHECK(direct["relayout_steps_peak"].get<std::uint64_t>() > 0);
+}
