@@ -51,18 +51,19 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
   ++messages_;
   // a receive already posted for it?
   const std::uint64_t key = pair_key(dst, src);
-  auto posted = posted_.find(key);
-  if (posted != posted_.end() && posted->second.head != ~0u) {
-    const std::uint32_t r = posted->second.head;
-    posted->second.head = posts_[r].next;  // an empty entry stays: no allocation per message
+  auto [it, added] = pending_.try_emplace(key);
+  Pending& q = it->second;
+  if (!added && q.posts) {
+    const std::uint32_t r = q.head;
+    q.head = posts_[r].next;
+    if (q.head == ~0u) pending_.erase(it);
     const Posted p = posts_[r];
     posts_.release(r);
     match(m, p.bytes, *p.done);
   } else {
-    Fifo& f = unmatched_[key];
-    if (f.head == ~0u) f.head = m;
-    else pool_[f.tail].next = m;
-    f.tail = m;
+    if (q.head == ~0u) q.head = m;
+    else pool_[q.tail].next = m;
+    q.tail = m;
     ++unmatched_count_[dst];
   }
   const Cycles now = now_cycles();
@@ -71,19 +72,20 @@ void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
 }
 
 void Network::recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) {
-  const std::uint64_t key = pair_key(dst, src);
-  auto inbox = unmatched_.find(key);
-  if (inbox == unmatched_.end() || inbox->second.head == ~0u) {
+  auto [it, added] = pending_.try_emplace(pair_key(dst, src));
+  Pending& q = it->second;
+  if (added || q.posts) {
     const std::uint32_t r = posts_.acquire();
     posts_[r] = Posted{bytes, &done, ~0u};
-    Fifo& f = posted_[key];
-    if (f.head == ~0u) f.head = r;
-    else posts_[f.tail].next = r;
-    f.tail = r;
+    q.posts = true;
+    if (q.head == ~0u) q.head = r;
+    else posts_[q.tail].next = r;
+    q.tail = r;
     return;
   }
-  const std::uint32_t m = inbox->second.head;
-  inbox->second.head = pool_[m].next;
+  const std::uint32_t m = q.head;
+  q.head = pool_[m].next;
+  if (q.head == ~0u) pending_.erase(it);
   --unmatched_count_[dst];
   match(m, bytes, done);
 }

@@ -55,12 +55,13 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
     Completion* done = nullptr;
     std::uint32_t next = ~0u;
   };
-  // A FIFO threaded through a pool by `next` indices: messages sent and not yet matched, or
-  // receives posted and not yet matched, per (destination, source) pair: matching costs the same
-  // however many other cores talk to the destination. A pair's entry stays once made (empty:
-  // head = ~0u), so steady traffic allocates nothing.
-  struct Fifo {
+  // Per (destination, source) pair with something unmatched: a FIFO threaded through a pool by
+  // `next` indices, of the messages sent and not yet received, or of the receives posted and not
+  // yet matched (never both: one matches the other). Only pairs with something pending have an
+  // entry, so the table stays as small as what is in flight, not as all pairs that ever talked.
+  struct Pending {
     std::uint32_t head = ~0u, tail = ~0u;
+    bool posts = false;  // the FIFO holds receives (else messages)
   };
   static std::uint64_t pair_key(std::uint32_t dst, std::uint32_t src) { return std::uint64_t{dst} << 32 | src; }
 
@@ -73,8 +74,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
 
   std::unique_ptr<Transport> transport_;
   IndexPool<Message> pool_;
-  std::unordered_map<std::uint64_t, Fifo> unmatched_;  // by pair_key, in send order
-  std::unordered_map<std::uint64_t, Fifo> posted_;     // by pair_key, in posting order
+  std::unordered_map<std::uint64_t, Pending> pending_;  // by pair_key
   IndexPool<Posted> posts_;
   std::vector<std::size_t> unmatched_count_;           // per destination
   sc_core::sc_event wake_;
