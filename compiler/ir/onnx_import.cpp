@@ -1023,41 +1023,29 @@ class Importer {
     static const std::map<std::string, std::string> unary_fns = {
         {"Sigmoid", "sigmoid({0})"}, {"Tanh", "tanh({0})"}, {"Erf", "erf({0})"}, {"Sqrt", "sqrt({0})"},
         {"Exp", "exp({0})"},         {"Neg", "0 - {0}"},    {"Reciprocal", "1 / {0}"}};
+    // operators whose conversion takes nothing but the node
+    static const std::map<std::string, void (Importer::*)()> handlers = {
+        {"Clip", &Importer::clip},       {"Concat", &Importer::concat},   {"Slice", &Importer::slice_data},
+        {"Split", &Importer::split_data}, {"Gather", &Importer::gather_data}, {"Pad", &Importer::pad},
+        {"Expand", &Importer::expand},   {"Where", &Importer::where},     {"BatchNormalization", &Importer::batchnorm},
+        {"Einsum", &Importer::einsum}};
     if (auto it = unary_fns.find(t); it != unary_fns.end()) {
       unary(op_name(), need_input(0), output(), output(), it->second);
+    } else if (auto h = handlers.find(t); h != handlers.end()) {
+      (this->*h->second)();
     } else if (t == "Pow" || t == "Min" || t == "Max" || t == "Sum") {
       const std::string op = t == "Pow" ? "pow" : t == "Min" ? "min" : t == "Max" ? "max" : "+";
       variadic(op);
-    } else if (t == "Clip") {
-      clip();
     } else if (t == "HardSigmoid" || t == "HardSwish") {
       hard(t == "HardSwish");
     } else if (t == "ReduceMean" || t == "ReduceSum" || t == "ReduceMax") {
       reduce(t == "ReduceMean" ? "avg=" : t == "ReduceSum" ? "+=" : "max=");
-    } else if (t == "Concat") {
-      concat();
-    } else if (t == "Slice") {
-      slice_data();
-    } else if (t == "Split") {
-      split_data();
-    } else if (t == "Gather") {
-      gather_data();
-    } else if (t == "Pad") {
-      pad();
-    } else if (t == "Expand") {
-      expand();
-    } else if (t == "Where") {
-      where();
     } else if (t == "Cast") {
       const auto to = attr_int("to", onnx::TensorProto::FLOAT);
       if (!is_float_type(static_cast<int>(to)))
         fail_node(fmt::format("cast of computed values to {} is not supported (only to floating-point types, which "
                               "tessera computes in fp16 anyway)", onnx_type_name(static_cast<int>(to))));
       values_[output()] = value(need_input(0));
-    } else if (t == "BatchNormalization") {
-      batchnorm();
-    } else if (t == "Einsum") {
-      einsum();
     } else if (t == "LSTM" || t == "GRU" || t == "RNN") {
       fail_node("recurrent layers are not supported: tessera does not unroll the recurrence over the sequence "
                 "(docs/onnx.md); export the cell applied step by step, or leave the layer out");

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <tuple>
 #include <map>
 #include <unordered_map>
@@ -383,23 +382,11 @@ class CoreReader {
   void expand_relayout(const JsonReader& r, std::uint32_t rid, const std::string& where, std::uint64_t mult) {
     const Relayout& rl = prog_.relayouts[rid];
     auto cached = tally_.pieces.find(rid);
-    if (cached == tally_.pieces.end()) {
-      std::unordered_map<std::uint32_t, std::array<std::vector<Tally::Piece>, 3>> lists;
-      for (std::size_t i = 0; i < rl.moves.size(); ++i)
-        for_each_piece(prog_.layouts[rl.moves[i].from], prog_.layouts[rl.moves[i].to],
-                       [&](std::uint32_t from, std::uint32_t to, const Box& b) {
-                         if (from == to) {
-                           lists[to][1].push_back({RelayoutStep::Copy, to, i, b});
-                         } else {
-                           lists[from][0].push_back({RelayoutStep::Send, to, i, b});
-                           lists[to][2].push_back({RelayoutStep::Recv, from, i, b});
-                         }
-                       });
-      auto& per_core = tally_.pieces[rid];
-      for (auto& [core, l] : lists)
-        for (auto& part : l) per_core[core].insert(per_core[core].end(), part.begin(), part.end());
-      cached = tally_.pieces.find(rid);
-    }
+    if (cached == tally_.pieces.end())
+      cached = tally_.pieces.emplace(rid, steps_by_core<Tally::Piece>(rl, prog_.layouts,
+          [](RelayoutStep::Kind k, std::uint32_t peer, std::size_t move, const Box& b) {
+            return Tally::Piece{k, peer, move, b};
+          })).first;
     const auto mine = cached->second.find(out_.core);
     if (mine == cached->second.end()) return;
     for (const Tally::Piece& p : mine->second) {

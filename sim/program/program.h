@@ -37,6 +37,9 @@ struct Item {
   std::uint32_t handle = 0;  // Send/Recv/Load/Store/Wait: DMA handle; 0 = blocking
 };
 
+// Run-time memory per item of a program (issue 12's goal: at most 64 bytes).
+static_assert(sizeof(Item) <= 32, "a work item should stay within 32 bytes");
+
 // Functional details of an item (functional mode): buffers are slots in CoreProgram::views.
 struct FunctionalItem {
   int expr = -1;  // Compute: index into Program::exprs

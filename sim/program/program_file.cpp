@@ -6,6 +6,8 @@
 #include <array>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <optional>
 
 #include "sim/common/error.h"
 
@@ -103,6 +105,24 @@ std::vector<std::uint32_t> header_ids(const Json& header, const std::string& pat
   return ids;
 }
 
+// A binary program, record by record: on_header(top level, core_ids record, ids) once, then
+// on_core(entry) for each listed core; a file that ends early or goes on is an error.
+void read_binary(const std::string& path,
+                 const std::function<void(const Json&, const Json&, const std::vector<std::uint32_t>&)>& on_header,
+                 const std::function<void(const Json&)>& on_core) {
+  BinaryReader in(path);
+  Json header;
+  if (!in.next(header)) throw ProgramError(fmt::format("{}: the file holds no program", path));
+  const std::vector<std::uint32_t> ids = header_ids(header, path);
+  on_header(header["program"], header["core_ids"], ids);
+  Json entry;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!in.next(entry)) throw ProgramError(fmt::format("{}: the file ends after {} of its {} cores", path, i, ids.size()));
+    on_core(entry);
+  }
+  if (in.next(entry)) throw ProgramError(fmt::format("{}: records after the last of its {} cores", path, ids.size()));
+}
+
 }  // namespace
 
 ProgramFormat program_format_for(const std::string& path) {
@@ -111,19 +131,11 @@ ProgramFormat program_format_for(const std::string& path) {
 
 Program load_program(const std::string& path, const Config& cfg, const ProgramOptions& options) {
   if (!is_gzip(path)) return parse_program(read_json_file(path), path, cfg, options);
-  BinaryReader in(path);
-  Json header;
-  if (!in.next(header)) throw ProgramError(fmt::format("{}: the file holds no program", path));
-  header_ids(header, path);
-  ProgramParser parser(header["program"], path, cfg, options, &header["core_ids"]);
-  Json entry;
-  for (std::size_t i = 0; i < parser.cores(); ++i) {
-    if (!in.next(entry))
-      throw ProgramError(fmt::format("{}: the file ends after {} of its {} cores", path, i, parser.cores()));
-    parser.add_core(entry);
-  }
-  if (in.next(entry)) throw ProgramError(fmt::format("{}: records after the last of its {} cores", path, parser.cores()));
-  return parser.finish();
+  std::optional<ProgramParser> parser;
+  read_binary(
+      path, [&](const Json& top, const Json& ids, const auto&) { parser.emplace(top, path, cfg, options, &ids); },
+      [&](const Json& entry) { parser->add_core(entry); });
+  return parser->finish();
 }
 
 struct ProgramWriter::Impl {
@@ -212,17 +224,9 @@ void ProgramWriter::close() {
 void convert_program(const std::string& in, const std::string& out) {
   ProgramWriter w(out, program_format_for(out));
   if (is_gzip(in)) {
-    BinaryReader r(in);
-    Json header;
-    if (!r.next(header)) throw ProgramError(fmt::format("{}: the file holds no program", in));
-    const std::vector<std::uint32_t> ids = header_ids(header, in);
-    w.header(header["program"], ids);
-    Json entry;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (!r.next(entry)) throw ProgramError(fmt::format("{}: the file ends after {} of its {} cores", in, i, ids.size()));
-      w.core(entry);
-    }
-    if (r.next(entry)) throw ProgramError(fmt::format("{}: records after the last of its {} cores", in, ids.size()));
+    read_binary(
+        in, [&](const Json& top, const Json&, const std::vector<std::uint32_t>& ids) { w.header(top, ids); },
+        [&](const Json& entry) { w.core(entry); });
   } else {
     Json doc = read_json_file(in);
     if (!doc.is_object() || !doc.contains("cores") || !doc["cores"].is_array())

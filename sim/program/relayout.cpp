@@ -106,28 +106,10 @@ void for_each_piece(const Layout& src, const Layout& dst,
 
 std::unordered_map<std::uint32_t, std::vector<RelayoutStep>> relayout_steps(const Relayout& r,
                                                                             const std::vector<Layout>& layouts) {
-  struct Lists {
-    std::vector<RelayoutStep> sends, copies, recvs;
-  };
-  std::unordered_map<std::uint32_t, Lists> lists;
-  for (const Move& m : r.moves) {
-    for_each_piece(layouts[m.from], layouts[m.to], [&](std::uint32_t from, std::uint32_t to, const Box& b) {
-      const auto elements = static_cast<std::uint64_t>(b.elements());
-      if (from == to) {
-        lists[to].copies.push_back({RelayoutStep::Copy, to, m.tag, elements});
-      } else {
-        lists[from].sends.push_back({RelayoutStep::Send, to, m.tag, elements * m.element_bytes});
-        lists[to].recvs.push_back({RelayoutStep::Recv, from, m.tag, elements * m.element_bytes});
-      }
-    });
-  }
-  std::unordered_map<std::uint32_t, std::vector<RelayoutStep>> out;
-  for (auto& [core, l] : lists) {
-    auto& steps = out[core];
-    steps.reserve(l.sends.size() + l.copies.size() + l.recvs.size());
-    for (auto* part : {&l.sends, &l.copies, &l.recvs}) steps.insert(steps.end(), part->begin(), part->end());
-  }
-  return out;
+  return steps_by_core<RelayoutStep>(r, layouts, [&](RelayoutStep::Kind k, std::uint32_t peer, std::size_t i, const Box& b) {
+    const auto elements = static_cast<std::uint64_t>(b.elements());
+    return RelayoutStep{k, peer, r.moves[i].tag, k == RelayoutStep::Copy ? elements : elements * r.moves[i].element_bytes};
+  });
 }
 
 }  // namespace tessera::sim

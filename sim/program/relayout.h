@@ -4,7 +4,10 @@
 // messages follow from the layouts by one rule (relayout_pieces), which the compiler uses to
 // price and the simulator uses to run, so a program holds O(cores) numbers per re-layout where
 // its messages are O(cores^2) at worst. docs/program.md, "Re-layouts".
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <iterator>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -58,13 +61,40 @@ void for_each_piece(const Layout& src, const Layout& dst,
 // What one core does for a re-layout, in order: a send or a receive of `value` bytes to or from
 // `peer`, or a local copy of `value` elements (elements are turned into cycles by the runner).
 struct RelayoutStep {
-  enum Kind : std::uint8_t { Send, Copy, Recv } kind;
+  enum Kind : std::uint8_t { Send, Copy, Recv } kind;  // also the order a core runs them in
   std::uint32_t peer;
   std::uint32_t tag;
   std::uint64_t value;
 };
 
-// Per core, every step of relayout `r`, in the order the core runs them.
+static_assert(sizeof(RelayoutStep) <= 24, "a relayout step in flight should stay within 24 bytes");
+
+// Relayout `r`'s pieces grouped by the core that runs them, in the order it runs them: its sends
+// (move by move, piece by piece), then its copies, then its receives. Each is made by
+// make(kind, peer, move index, box) -> T: the simulator keeps bytes, functional loading keeps boxes.
+template <class T, class Make>
+std::unordered_map<std::uint32_t, std::vector<T>> steps_by_core(const Relayout& r, const std::vector<Layout>& layouts,
+                                                                Make make) {
+  std::unordered_map<std::uint32_t, std::array<std::vector<T>, 3>> lists;  // by RelayoutStep::Kind
+  for (std::size_t i = 0; i < r.moves.size(); ++i)
+    for_each_piece(layouts[r.moves[i].from], layouts[r.moves[i].to], [&](std::uint32_t from, std::uint32_t to, const Box& b) {
+      if (from == to) {
+        lists[to][RelayoutStep::Copy].push_back(make(RelayoutStep::Copy, to, i, b));
+      } else {
+        lists[from][RelayoutStep::Send].push_back(make(RelayoutStep::Send, to, i, b));
+        lists[to][RelayoutStep::Recv].push_back(make(RelayoutStep::Recv, from, i, b));
+      }
+    });
+  std::unordered_map<std::uint32_t, std::vector<T>> out;
+  for (auto& [core, parts] : lists) {
+    auto& steps = out[core];
+    steps.reserve(parts[0].size() + parts[1].size() + parts[2].size());
+    for (auto& part : parts) std::move(part.begin(), part.end(), std::back_inserter(steps));
+  }
+  return out;
+}
+
+// Per core, every step of relayout `r`, in the order the core runs them (copies in elements).
 std::unordered_map<std::uint32_t, std::vector<RelayoutStep>> relayout_steps(
     const Relayout& r, const std::vector<Layout>& layouts);
 

@@ -27,7 +27,11 @@ const std::vector<RelayoutStep>& RelayoutRunner::steps(std::uint32_t r, std::uin
 
 void RelayoutRunner::done(std::uint32_t r) {
   auto it = live_.find(r);
-  if (it == live_.end() || --it->second.runs_left > 0) return;
+  if (it == live_.end()) return;
+  if (it->second.runs_left > 1) {
+    --it->second.runs_left;
+    return;
+  }
   held_ -= it->second.steps;
   live_.erase(it);
 }
