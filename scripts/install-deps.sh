@@ -3,7 +3,7 @@
 # python3-torch / python3-torchvision: the tests export stock PyTorch models to ONNX (offline).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libsystemc-dev libboost-graph-dev libfmt-dev
-      nlohmann-json3-dev catch2 libcli11-dev libeigen3-dev
+      nlohmann-json3-dev catch2 libcli11-dev libeigen3-dev libabsl-dev
       zlib1g-dev libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy python3-matplotlib
       python3-torch python3-torchvision)
 missing=()

@@ -149,7 +149,7 @@ void Core::run_relayout(const Item& it) {
   if (fx_)
     throw SimulationError(fmt::format("core {}: functional mode: relayout at {} was not expanded at load time",
                                       prog_.core, item_location(*fx_->program, prog_, it)));
-  const std::vector<RelayoutStep>& steps = relayouts_.steps(it.arg, prog_.core);
+  const RelayoutRunner::Steps steps = relayouts_.steps(it.arg, prog_.core);
   Item x;
   x.where = it.where;
   step_ = &x;

@@ -9,7 +9,8 @@
 // (a send done, a message delivered) lies at t + 1 or later and is notified for that cycle.
 #include <memory>
 #include <systemc>
-#include <unordered_map>
+
+#include <absl/container/flat_hash_map.h>
 #include <vector>
 
 #include "sim/config/config.h"
@@ -74,7 +75,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
 
   std::unique_ptr<Transport> transport_;
   IndexPool<Message> pool_;
-  std::unordered_map<std::uint64_t, Pending> pending_;  // by pair_key
+  absl::flat_hash_map<std::uint64_t, Pending> pending_;  // by pair_key
   IndexPool<Posted> posts_;
   std::vector<std::size_t> unmatched_count_;           // per destination
   sc_core::sc_event wake_;

@@ -44,7 +44,7 @@ struct Tally {
     std::size_t move;
     Box box;
   };
-  std::map<std::uint32_t, std::unordered_map<std::uint32_t, std::vector<Piece>>> pieces;
+  std::map<std::uint32_t, StepsByCore<Piece>> pieces;
 };
 
 class CoreReader {
@@ -387,9 +387,10 @@ class CoreReader {
           [](RelayoutStep::Kind k, std::uint32_t peer, std::size_t move, const Box& b) {
             return Tally::Piece{k, peer, move, b};
           })).first;
-    const auto mine = cached->second.find(out_.core);
-    if (mine == cached->second.end()) return;
-    for (const Tally::Piece& p : mine->second) {
+    const StepsByCore<Tally::Piece>& all = cached->second;
+    const Tally::Piece* first = all.first(out_.core);
+    for (std::size_t i = 0; i < all.count(out_.core); ++i) {
+      const Tally::Piece& p = first[i];
       const Move& m = rl.moves[p.move];
       tag_ = m.tag;
       const Bytes bytes = static_cast<Bytes>(p.box.elements()) * m.element_bytes;

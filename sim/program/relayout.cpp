@@ -104,8 +104,7 @@ void for_each_piece(const Layout& src, const Layout& dst,
   }
 }
 
-std::unordered_map<std::uint32_t, std::vector<RelayoutStep>> relayout_steps(const Relayout& r,
-                                                                            const std::vector<Layout>& layouts) {
+StepsByCore<RelayoutStep> relayout_steps(const Relayout& r, const std::vector<Layout>& layouts) {
   return steps_by_core<RelayoutStep>(r, layouts, [&](RelayoutStep::Kind k, std::uint32_t peer, std::size_t i, const Box& b) {
     const auto elements = static_cast<std::uint64_t>(b.elements());
     return RelayoutStep{k, peer, r.moves[i].tag, k == RelayoutStep::Copy ? elements : elements * r.moves[i].element_bytes};

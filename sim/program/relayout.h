@@ -69,33 +69,48 @@ struct RelayoutStep {
 
 static_assert(sizeof(RelayoutStep) <= 24, "a relayout step in flight should stay within 24 bytes");
 
+// Steps grouped by core in one flat array: core c's steps are steps[begin[c], begin[c + 1]).
+// (A core beyond begin's end has none.) Two allocations per relayout, however many cores.
+template <class T>
+struct StepsByCore {
+  std::vector<std::uint32_t> begin;
+  std::vector<T> steps;
+  const T* first(std::uint32_t core) const { return core + 1 < begin.size() ? steps.data() + begin[core] : nullptr; }
+  std::size_t count(std::uint32_t core) const { return core + 1 < begin.size() ? begin[core + 1] - begin[core] : 0; }
+};
+
 // Relayout `r`'s pieces grouped by the core that runs them, in the order it runs them: its sends
 // (move by move, piece by piece), then its copies, then its receives. Each is made by
 // make(kind, peer, move index, box) -> T: the simulator keeps bytes, functional loading keeps boxes.
+// The pieces come out in piece order; a counting sort on (core, kind) keeps that order within each.
 template <class T, class Make>
-std::unordered_map<std::uint32_t, std::vector<T>> steps_by_core(const Relayout& r, const std::vector<Layout>& layouts,
-                                                                Make make) {
-  std::unordered_map<std::uint32_t, std::array<std::vector<T>, 3>> lists;  // by RelayoutStep::Kind
+StepsByCore<T> steps_by_core(const Relayout& r, const std::vector<Layout>& layouts, Make make) {
+  std::uint32_t cores = 0;
+  for (const Move& m : r.moves)
+    for (std::uint32_t l : {m.from, m.to})
+      if (!layouts[l].cores.empty()) cores = std::max(cores, layouts[l].cores.back() + 1);
+  std::vector<std::pair<std::uint32_t, T>> raw;  // (core * 3 + kind, step)
   for (std::size_t i = 0; i < r.moves.size(); ++i)
     for_each_piece(layouts[r.moves[i].from], layouts[r.moves[i].to], [&](std::uint32_t from, std::uint32_t to, const Box& b) {
       if (from == to) {
-        lists[to][RelayoutStep::Copy].push_back(make(RelayoutStep::Copy, to, i, b));
+        raw.emplace_back(to * 3 + RelayoutStep::Copy, make(RelayoutStep::Copy, to, i, b));
       } else {
-        lists[from][RelayoutStep::Send].push_back(make(RelayoutStep::Send, to, i, b));
-        lists[to][RelayoutStep::Recv].push_back(make(RelayoutStep::Recv, from, i, b));
+        raw.emplace_back(from * 3 + RelayoutStep::Send, make(RelayoutStep::Send, to, i, b));
+        raw.emplace_back(to * 3 + RelayoutStep::Recv, make(RelayoutStep::Recv, from, i, b));
       }
     });
-  std::unordered_map<std::uint32_t, std::vector<T>> out;
-  for (auto& [core, parts] : lists) {
-    auto& steps = out[core];
-    steps.reserve(parts[0].size() + parts[1].size() + parts[2].size());
-    for (auto& part : parts) std::move(part.begin(), part.end(), std::back_inserter(steps));
-  }
+  std::vector<std::uint32_t> at(std::size_t{cores} * 3 + 1, 0);  // where each (core, kind) starts
+  for (const auto& [key, step] : raw) ++at[key + 1];
+  for (std::size_t k = 1; k < at.size(); ++k) at[k] += at[k - 1];
+  StepsByCore<T> out;
+  out.begin.resize(std::size_t{cores} + 1);
+  for (std::uint32_t c = 0; c <= cores; ++c) out.begin[c] = at[std::size_t{c} * 3];
+  out.steps.resize(raw.size());
+  for (auto& [key, step] : raw) out.steps[at[key]++] = std::move(step);
   return out;
 }
 
 // Per core, every step of relayout `r`, in the order the core runs them (copies in elements).
-std::unordered_map<std::uint32_t, std::vector<RelayoutStep>> relayout_steps(
-    const Relayout& r, const std::vector<Layout>& layouts);
+StepsByCore<RelayoutStep> relayout_steps(const Relayout& r, const std::vector<Layout>& layouts);
 
 }  // namespace tessera::sim

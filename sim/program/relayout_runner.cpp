@@ -6,23 +6,20 @@
 
 namespace tessera::sim {
 
-const std::vector<RelayoutStep>& RelayoutRunner::steps(std::uint32_t r, std::uint32_t core) {
+RelayoutRunner::Steps RelayoutRunner::steps(std::uint32_t r, std::uint32_t core) {
   auto it = live_.find(r);
   if (it == live_.end()) {
     Live l;
     l.by_core = relayout_steps(prog_.relayouts[r], prog_.layouts);
-    for (auto& [c, list] : l.by_core) {
-      l.steps += list.size();
-      for (RelayoutStep& s : list)
-        if (s.kind == RelayoutStep::Copy) s.value = elementwise_cycles(core_, VecOp::Copy, s.value);
-    }
+    for (RelayoutStep& s : l.by_core.steps)
+      if (s.kind == RelayoutStep::Copy) s.value = elementwise_cycles(core_, VecOp::Copy, s.value);
     l.runs_left = prog_.relayout_runs[r];
-    held_ += l.steps;
+    held_ += l.by_core.steps.size();
     peak_held_ = std::max(peak_held_, held_);
     it = live_.emplace(r, std::move(l)).first;
   }
-  auto mine = it->second.by_core.find(core);
-  return mine == it->second.by_core.end() ? none_ : mine->second;
+  const StepsByCore<RelayoutStep>& all = it->second.by_core;
+  return Steps{all.first(core), all.count(core)};
 }
 
 void RelayoutRunner::done(std::uint32_t r) {
@@ -32,7 +29,7 @@ void RelayoutRunner::done(std::uint32_t r) {
     --it->second.runs_left;
     return;
   }
-  held_ -= it->second.steps;
+  held_ -= it->second.by_core.steps.size();
   live_.erase(it);
 }
 

@@ -8,6 +8,7 @@
 
 #include "sim/config/config.h"
 #include "sim/program/program.h"
+#include "sim/program/relayout.h"
 
 namespace tessera::sim {
 
@@ -15,9 +16,15 @@ class RelayoutRunner {
  public:
   RelayoutRunner(const Program& prog, const CoreConfig& core) : prog_(prog), core_(core) {}
 
-  // Relayout r's steps on `core` (empty when it only holds boxes nothing is read from); copies
-  // carry their cycles. The reference stays valid until done() for this run.
-  const std::vector<RelayoutStep>& steps(std::uint32_t r, std::uint32_t core);
+  struct Steps {
+    const RelayoutStep* first = nullptr;
+    std::size_t count = 0;
+    const RelayoutStep* begin() const { return first; }
+    const RelayoutStep* end() const { return first + count; }
+  };
+  // Relayout r's steps on `core` (none when it only holds boxes nothing is read from); copies
+  // carry their cycles. They stay valid until done() for this run.
+  Steps steps(std::uint32_t r, std::uint32_t core);
   // The core has run its steps of relayout r once.
   void done(std::uint32_t r);
   // Steps held right now, over every relayout in progress (for memory figures).
@@ -26,13 +33,12 @@ class RelayoutRunner {
 
  private:
   struct Live {
-    std::unordered_map<std::uint32_t, std::vector<RelayoutStep>> by_core;
-    std::uint64_t runs_left = 0, steps = 0;
+    StepsByCore<RelayoutStep> by_core;
+    std::uint64_t runs_left = 0;
   };
   const Program& prog_;
   const CoreConfig& core_;
   std::unordered_map<std::uint32_t, Live> live_;
-  const std::vector<RelayoutStep> none_;
   std::uint64_t held_ = 0, peak_held_ = 0;
 };
 
