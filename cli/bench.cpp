@@ -231,7 +231,7 @@ void bench_cross_chip(const NocBenchOptions& o) {
               {"rss", peak_rss_mib()}};
     });
     const double cpu = std::max(1e-9, out["cpu"].get<double>()), hops = out["hops"].get<double>();
-    const double bound = double(cores) * double(kib * 1024) / cfg.system.link_bytes_per_cycle;
+    const double bound = double(cores) * double(kib * 1024) / cfg.system.dimensions.at(0).bytes_per_cycle();
     const std::string marginal =
         last_cpu > 0 && cpu > last_cpu ? fmt::format("{:.3e}", (hops - last_hops) / (cpu - last_cpu)) : "-";
     fmt::print("  {:>6} KiB {:>16.3e} {:>16} {:>18.3e} {:>9.3f}x {:>7.1f} MiB\n", kib, hops / cpu, marginal,

@@ -13,6 +13,7 @@
 #include "cli/inspect_cmd.h"
 #include "cli/cost_cmd.h"
 #include "cli/traffic_cmd.h"
+#include "cli/collective_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
 #include "sim/results/results.h"
@@ -176,6 +177,11 @@ int main(int argc, char** argv) {
                                                 "one injection rate or a sweep (no program needed)");
   tessera::cli::add_traffic_options(traffic, traffica);
 
+  tessera::cli::CollectiveArgs colla;
+  auto* collective = app.add_subcommand("collective", "one collective (all-reduce, reduce-scatter, all-gather, "
+                                                      "all-to-all) between the chips of a system: time and bandwidth");
+  tessera::cli::add_collective_options(collective, colla);
+
   auto* bench = app.add_subcommand("bench", "benchmarks that print speed figures");
   bench->require_subcommand(1);
   tessera::cli::BenchOptions bopt;
@@ -226,6 +232,7 @@ int main(int argc, char** argv) {
     if (calibrate->parsed()) return tessera::cli::calibrate_cmd(cala);
     if (validate->parsed()) return tessera::cli::validate_cmd(vala);
     if (traffic->parsed()) return tessera::cli::traffic_cmd(traffica);
+    if (collective->parsed()) return tessera::cli::collective_cmd(colla);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);
       return 0;

@@ -60,6 +60,16 @@ check "validate-cost summary JSON" "grep -q analytical_mape $tmp/v.json"
 check "validate-cost plot is a PNG" "head -c 4 $tmp/v.png | grep -q PNG"
 "$tessera" calibrate --config "$src/configs/mesh-10x12.json" --ops gemm --out "$tmp/x.json" >"$tmp/out" 2>"$tmp/err"
 check "unknown class is an error" "[ $? -ne 0 ] && grep -q \"operator class 'gemm'\" $tmp/err"
+# Collectives between chips: the ideal engine on the ACE torus, its results JSON, bad input.
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --op allreduce --algorithm hierarchical --bytes 1MiB \
+  --out "$tmp/coll.json" >"$tmp/out" 2>&1
+check "collective exits 0 and sends 2.25 N per chip" "[ $? -eq 0 ] && grep -q '(2.2500 .. 2.2500 x bytes)' $tmp/out"
+check "collective results JSON" "grep -q '\"injected_gb_per_s\"' $tmp/coll.json && grep -q 'link.chip0->chip1' $tmp/coll.json"
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine ace >"$tmp/out" 2>"$tmp/err"
+check "collective: an engine not built is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'engine ace: not available' $tmp/err"
+"$tessera" collective --config "$src/configs/ipu-mk2.json" --bytes 1MiB >"$tmp/out" 2>"$tmp/err"
+check "collective on one chip is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'has one chip' $tmp/err"
+
 # Network: synthetic traffic at both levels, its outputs, and bad input named with exit 1.
 "$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01,0.03 --measure 2000 --out "$tmp/tr.json" \
   --plot "$tmp/tr.png" >"$tmp/out" 2>"$tmp/err"

@@ -166,22 +166,74 @@ OffchipConfig parse_offchip(const JsonReader& r) {
   return o;
 }
 
+constexpr const char* kDimensionKinds[] = {"ring", "unidirectional_ring", "fully_connected", "switch"};
+constexpr std::uint32_t kMaxChips = 4096;
+constexpr std::uint32_t kMaxFullyConnected = 64;  // links per chip grow with the size
+
+Dimension parse_dimension(const JsonReader& r) {
+  Dimension d;
+  const std::string kind = r.string("kind");
+  bool known = false;
+  for (int k = 0; k < 4; ++k)
+    if (kind == kDimensionKinds[k]) {
+      d.kind = static_cast<DimensionKind>(k);
+      known = true;
+    }
+  if (!known)
+    r.fail("kind", fmt::format("expected \"ring\", \"unidirectional_ring\", \"fully_connected\" or \"switch\", got \"{}\"", kind));
+  d.size = static_cast<std::uint32_t>(r.u64("size"));
+  require(d.size >= 1 && d.size <= kMaxChips, r, "size", fmt::format("expected 1..{}", kMaxChips));
+  if (d.kind == DimensionKind::FullyConnected)
+    require(d.size <= kMaxFullyConnected, r, "size",
+            fmt::format("a fully connected dimension has at most {} chips (use a switch for more)", kMaxFullyConnected));
+  d.links_per_neighbour = static_cast<std::uint32_t>(r.u64("links_per_neighbour", 1));
+  require(d.links_per_neighbour >= 1 && d.links_per_neighbour <= 64, r, "links_per_neighbour", "expected 1..64");
+  d.link_bytes_per_cycle = r.positive("link_bytes_per_cycle");
+  d.link_latency_cycles = r.u64("link_latency_cycles");
+  d.link_efficiency = r.positive("link_efficiency", 1.0);
+  require(d.link_efficiency <= 1.0, r, "link_efficiency", "expected a share in (0, 1]");
+  r.reject_unknown_keys();
+  return d;
+}
+
 SystemConfig parse_system(const JsonReader& r) {
   SystemConfig s;
-  s.chips = static_cast<std::uint32_t>(r.u64("chips", 1));
-  require(s.chips >= 1 && s.chips <= 64, r, "chips", "expected 1..64");
-  std::string topo = r.string("topology", "ring");
-  if (topo == "ring") s.topology = Topology::Ring;
-  else if (topo == "fully_connected") s.topology = Topology::FullyConnected;
-  else r.fail("topology", fmt::format("expected \"ring\" or \"fully_connected\", got \"{}\"", topo));
-  s.link_bytes_per_cycle = r.positive("link_bytes_per_cycle", s.link_bytes_per_cycle);
-  s.link_latency_cycles = r.u64("link_latency_cycles", s.link_latency_cycles);
+  for (const char* old : {"topology", "link_bytes_per_cycle", "link_latency_cycles"})
+    if (r.has(old))
+      r.fail(old, "replaced by system.dimensions: a list of {\"kind\", \"size\", \"link_bytes_per_cycle\", "
+                  "\"link_latency_cycles\", ...} (docs/config.md)");
+  std::uint64_t product = 1;
+  if (r.has("dimensions")) {
+    const Json& dims = r.value("dimensions");
+    if (!dims.is_array() || dims.empty()) r.fail("dimensions", "expected a non-empty list of dimensions");
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      s.dimensions.push_back(parse_dimension(JsonReader(dims[i], r.what(), fmt::format("{}[{}]", r.where("dimensions"), i), 'c')));
+      product *= s.dimensions.back().size;
+      require(product <= kMaxChips, r, "dimensions", fmt::format("the sizes multiply to more than {} chips", kMaxChips));
+    }
+  }
+  s.chips = static_cast<std::uint32_t>(r.u64("chips", product));
+  require(s.chips >= 1 && s.chips <= kMaxChips, r, "chips", fmt::format("expected 1..{}", kMaxChips));
+  if (s.chips != product)
+    r.fail("chips", s.dimensions.empty()
+                        ? fmt::format("{} chips need system.dimensions saying how they are joined", s.chips)
+                        : fmt::format("{} chips, but the sizes of system.dimensions multiply to {}", s.chips, product));
   s.sync_latency_cycles = r.u64("sync_latency_cycles", s.sync_latency_cycles);
   s.packet_bytes = r.u64("packet_bytes", s.packet_bytes);
   require(s.packet_bytes >= 1 && s.packet_bytes <= (Bytes{1} << 31), r, "packet_bytes", "expected 1 .. 2^31 bytes");
   s.buffer_bytes = r.u64("buffer_bytes", s.buffer_bytes);
   require(s.buffer_bytes >= s.packet_bytes, r, "buffer_bytes",
           fmt::format("must hold at least one packet ({} bytes)", s.packet_bytes));
+  if (r.has("afi")) {
+    JsonReader a = r.object("afi");
+    AfiConfig afi;
+    afi.bus_bytes_per_cycle = a.positive("bus_bytes_per_cycle");
+    afi.port_buffer_bytes = a.u64("port_buffer_bytes");
+    require(afi.port_buffer_bytes >= s.packet_bytes, a, "port_buffer_bytes",
+            fmt::format("must hold at least one packet ({} bytes)", s.packet_bytes));
+    a.reject_unknown_keys();
+    s.afi = afi;
+  }
   if (r.has("model") && r.string("model") != "packet")
     r.fail("model", fmt::format("unknown model \"{}\" for the links between chips (expected "
                                 "\"packet\"; the flit level is built for a single mesh chip)",
@@ -191,6 +243,8 @@ SystemConfig parse_system(const JsonReader& r) {
 }
 
 }  // namespace
+
+const char* dimension_kind_name(DimensionKind k) { return kDimensionKinds[static_cast<int>(k)]; }
 
 const char* vec_op_name(VecOp op) { return kVecOpNames[static_cast<int>(op)]; }
 
@@ -244,6 +298,8 @@ Config parse_config(const Json& json, const std::string& what) {
   chip.reject_unknown_keys();
   if (r.has("system")) c.system = parse_system(r.object("system"));
   r.reject_unknown_keys();
+  if (std::uint64_t{c.chip.cores} * c.system.chips > (std::uint64_t{1} << 26))
+    r.fail("system", fmt::format("{} chips of {} cores is more than 2^26 cores in all", c.system.chips, c.chip.cores));
   if (c.chip.mesh && c.system.chips > 1) {
     if (c.chip.mesh->model == NocModel::Flit)
       r.fail("chip", "chip.mesh.model \"flit\" is built for a single chip; a system of several "

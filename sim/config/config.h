@@ -86,17 +86,45 @@ struct OffchipConfig {
   Bytes capacity_bytes = 0;
 };
 
-enum class Topology : std::uint8_t { Ring, FullyConnected };
+// One dimension of a system of chips (docs/config.md, "system.dimensions"). Chips are addressed
+// by coordinates, dimension 0 varying fastest: chip = sum of coordinate[d] * stride[d].
+enum class DimensionKind : std::uint8_t { Ring, UnidirectionalRing, FullyConnected, Switch };
+const char* dimension_kind_name(DimensionKind k);
+
+struct Dimension {
+  DimensionKind kind = DimensionKind::Ring;
+  std::uint32_t size = 1;
+  std::uint32_t links_per_neighbour = 1;  // parallel links between two neighbours, striped as one
+  double link_bytes_per_cycle = 120;      // raw rate of one link
+  Cycles link_latency_cycles = 300;
+  double link_efficiency = 1.0;           // share of the raw rate that carries payload
+  // What the packet engine carries between two neighbours of this dimension.
+  double bytes_per_cycle() const { return link_bytes_per_cycle * links_per_neighbour * link_efficiency; }
+};
+
+// The accelerator fabric interface of every chip: collective engines inject into it. Its NPU-AFI
+// bus is a shared channel each way; each outgoing link has a port buffer in front of it.
+struct AfiConfig {
+  double bus_bytes_per_cycle = 0;
+  Bytes port_buffer_bytes = 0;
+};
 
 // How several chips are joined. Cores of all chips form one global index space.
 struct SystemConfig {
   std::uint32_t chips = 1;
-  Topology topology = Topology::Ring;
-  double link_bytes_per_cycle = 120;
-  Cycles link_latency_cycles = 300;
+  std::vector<Dimension> dimensions;  // sizes multiply to `chips`; empty for one chip
   Cycles sync_latency_cycles = 1330;  // barrier over cores of more than one chip
   Bytes packet_bytes = 1024;           // inter-chip packet
   Bytes buffer_bytes = 8192;           // input buffer per inter-chip link
+  std::optional<AfiConfig> afi;
+
+  // Chips between two neighbours along dimension d.
+  std::uint32_t stride(std::size_t d) const {
+    std::uint32_t s = 1;
+    for (std::size_t i = 0; i < d; ++i) s *= dimensions[i].size;
+    return s;
+  }
+  std::uint32_t coordinate(std::uint32_t chip, std::size_t d) const { return chip / stride(d) % dimensions[d].size; }
 };
 
 struct ChipConfig {

@@ -27,10 +27,10 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace)
     b.read_bytes_per_cycle = s.fill_bytes_per_cycle;
     buffers_.push_back(std::move(b));
   }
-  const std::uint32_t cores = cfg.total_cores();
-  queue_head_.assign(cores, kNil);
-  queue_tail_.assign(cores, kNil);
-  source_busy_.assign(cores, false);
+  const std::uint32_t sources = topo_.endpoints();
+  queue_head_.assign(sources, kNil);
+  queue_tail_.assign(sources, kNil);
+  source_busy_.assign(sources, false);
 }
 
 void PacketNetwork::reset() {

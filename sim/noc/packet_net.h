@@ -39,6 +39,7 @@ class PacketNetwork : public Transport {
   std::uint64_t hops() const override { return hops_; }
   void stats(std::vector<ChannelStats*>& out) override;
   void set_listener(TransportListener* l) override { listener_ = l; }
+  const NetTopology& topology() const { return topo_; }
   // Back to cycle 0: idle, empty, statistics zeroed (a replay reuses one engine).
   void reset();
 

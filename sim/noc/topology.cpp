@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "sim/noc/mesh_routing.h"
 
 namespace tessera::sim {
@@ -16,6 +19,8 @@ NetTopology::NetTopology(const Config& cfg) : cfg_(cfg), chips_(cfg.system.chips
     else build_mesh(c);
   }
   build_chip_links();
+  endpoints_ = cfg.total_cores();
+  if (cfg.system.afi) build_afi();
 }
 
 std::uint32_t NetTopology::add_channel(std::string name, double rate, Cycles latency) {
@@ -41,7 +46,10 @@ void NetTopology::build_exchange(std::uint32_t chip) {
   // port) and its inbound queue in front of its receive port (fed by the links into the chip).
   ch.first_buffer = static_cast<std::uint32_t>(buffers_.size());
   for (std::uint32_t i = 0; i < n; ++i) add_buffer(cfg_.system.buffer_bytes, e.send_bytes_per_cycle);
-  for (std::uint32_t i = 0; i < n; ++i) add_buffer(cfg_.system.buffer_bytes, cfg_.system.link_bytes_per_cycle);
+  double fastest_link = 0;  // what fills the inbound queues (used only with more than one chip)
+  for (const Dimension& d : cfg_.system.dimensions) fastest_link = std::max(fastest_link, d.bytes_per_cycle());
+  if (fastest_link == 0) fastest_link = e.recv_bytes_per_cycle;
+  for (std::uint32_t i = 0; i < n; ++i) add_buffer(cfg_.system.buffer_bytes, fastest_link);
 }
 
 void NetTopology::build_mesh(std::uint32_t chip) {
@@ -69,24 +77,93 @@ void NetTopology::build_mesh(std::uint32_t chip) {
 
 void NetTopology::build_chip_links() {
   const SystemConfig& s = cfg_.system;
-  const std::uint32_t n = s.chips;
-  chip_link_.assign(std::size_t(n) * n, kNone);
-  chip_link_buf_.assign(std::size_t(n) * n, kNone);
-  auto add = [&](std::uint32_t a, std::uint32_t b) {
-    if (a == b || chip_link_[a * n + b] != kNone) return;
-    const std::uint32_t l = add_channel(fmt::format("link.chip{}->chip{}", a, b), s.link_bytes_per_cycle,
-                                        s.link_latency_cycles);
-    chip_link_[a * n + b] = l;
-    chip_link_buf_[a * n + b] = add_buffer(s.buffer_bytes, s.link_bytes_per_cycle);
-  };
-  for (std::uint32_t a = 0; a < n; ++a) {
-    if (s.topology == sim::Topology::FullyConnected) {
-      for (std::uint32_t b = 0; b < n; ++b) add(a, b);
-    } else {
-      add(a, (a + 1) % n);
-      add(a, (a + n - 1) % n);
+  dims_ = s.dimensions.size();
+  link_first_.assign(std::size_t{s.chips} * dims_, 0);
+  for (std::uint32_t a = 0; a < s.chips; ++a)
+    for (std::size_t d = 0; d < dims_; ++d) {
+      const Dimension& dim = s.dimensions[d];
+      link_first_[a * dims_ + d] = static_cast<std::uint32_t>(links_.size());
+      const double rate = dim.bytes_per_cycle();
+      auto to_chip = [&](std::uint32_t b) {
+        const std::uint32_t c = add_channel(fmt::format("link.chip{}->chip{}", a, b), rate, dim.link_latency_cycles);
+        links_.push_back({c, add_buffer(s.buffer_bytes, rate)});
+      };
+      const std::uint32_t n = dim.size, x = s.coordinate(a, d);
+      switch (dim.kind) {
+        case DimensionKind::Ring:
+          if (n == 1) break;
+          to_chip(neighbour(a, d, 1));
+          if (n == 2) links_.push_back(links_.back());  // the neighbour both ways: one link
+          else to_chip(neighbour(a, d, -1));
+          break;
+        case DimensionKind::UnidirectionalRing:
+          if (n > 1) to_chip(neighbour(a, d, 1));
+          break;
+        case DimensionKind::FullyConnected:
+          for (std::uint32_t y = 0; y < n; ++y) {
+            if (y == x) links_.push_back({});
+            else to_chip(a + (y - x) * s.stride(d));  // unsigned wrap-around gives the right chip
+          }
+          break;
+        case DimensionKind::Switch: {
+          const std::uint32_t up = add_channel(fmt::format("switch{}.chip{}.up", d, a), rate, dim.link_latency_cycles);
+          links_.push_back({up, add_buffer(s.buffer_bytes, rate)});  // the switch's input buffer
+          const std::uint32_t down = add_channel(fmt::format("switch{}.chip{}.down", d, a), rate, dim.link_latency_cycles);
+          links_.push_back({down, add_buffer(s.buffer_bytes, rate)});
+          break;
+        }
+      }
+    }
+}
+
+// Per chip, an outbound and an inbound NPU-AFI bus, and a source with a port buffer per link
+// the chip drives (the sources of links_ entries that are not links are never used).
+void NetTopology::build_afi() {
+  const SystemConfig& s = cfg_.system;
+  const AfiConfig& afi = *s.afi;
+  afi_source_first_ = endpoints_;
+  afi_sink_first_ = afi_source_first_ + static_cast<std::uint32_t>(links_.size());
+  endpoints_ = afi_sink_first_ + s.chips;
+  afi_port_.assign(links_.size(), kNone);
+  afi_port_chip_.assign(links_.size(), kNone);
+  for (std::uint32_t c = 0; c < s.chips; ++c) {
+    afi_bus_.push_back(add_channel(fmt::format("chip{}.afi.bus_out", c), afi.bus_bytes_per_cycle, 0));
+    add_channel(fmt::format("chip{}.afi.bus_in", c), afi.bus_bytes_per_cycle, 0);
+    const std::uint32_t first = link_first_[c * dims_];
+    const std::uint32_t last = c + 1 < s.chips ? link_first_[(c + 1) * dims_] : static_cast<std::uint32_t>(links_.size());
+    for (std::uint32_t l = first; l < last; ++l) {
+      afi_port_chip_[l] = c;
+      if (links_[l].channel != kNone) afi_port_[l] = add_buffer(afi.port_buffer_bytes, afi.bus_bytes_per_cycle);
     }
   }
+}
+
+std::uint32_t NetTopology::neighbour(std::uint32_t chip, std::size_t d, int step) const {
+  const std::uint32_t n = cfg_.system.dimensions[d].size, x = cfg_.system.coordinate(chip, d);
+  const std::uint32_t y = step > 0 ? (x + 1) % n : (x + n - 1) % n;
+  return chip - x * cfg_.system.stride(d) + y * cfg_.system.stride(d);
+}
+
+std::uint32_t NetTopology::first_link(std::uint32_t chip, std::size_t d, std::uint32_t to) const {
+  const Dimension& dim = cfg_.system.dimensions[d];
+  const std::uint32_t n = dim.size, x = cfg_.system.coordinate(chip, d);
+  switch (dim.kind) {
+    case DimensionKind::Ring: {
+      const std::uint32_t fwd = (to + n - x) % n;
+      return fwd <= n - fwd ? 0 : 1;
+    }
+    case DimensionKind::FullyConnected: return to;
+    default: return 0;  // unidirectional ring: its one link; switch: up
+  }
+}
+
+std::uint32_t NetTopology::afi_source(std::uint32_t from, std::uint32_t to) const {
+  for (std::size_t d = 0; d < dims_; ++d) {
+    const std::uint32_t y = cfg_.system.coordinate(to, d);
+    if (cfg_.system.coordinate(from, d) != y)
+      return afi_source_first_ + link_first_[from * dims_ + d] + first_link(from, d, y);
+  }
+  throw std::logic_error("afi_source: a chip does not send to itself through its AFI");
 }
 
 // Dateline: a hop that wraps round a torus dimension, and every later hop in that dimension,
@@ -107,25 +184,51 @@ void NetTopology::mesh_route(std::uint32_t chip, std::uint32_t from, std::uint32
   });
 }
 
+// A ring's hops wait in class 1 from the one that wraps (coordinate n-1 to 0 going up, 0 to
+// n-1 going down) on; every dimension starts again in class 0 (dimension order cannot close a
+// cycle across dimensions).
 void NetTopology::chips_route(std::uint32_t from, std::uint32_t to, std::vector<Hop>& out) const {
-  const std::uint32_t n = cfg_.system.chips;
-  if (cfg_.system.topology == sim::Topology::FullyConnected) {
-    out.push_back({chip_link(from, to), chip_link_buf_[from * n + to], 0});
-    return;
-  }
-  const std::uint32_t fwd = (to + n - from) % n;
-  const bool up = fwd <= n - fwd;
-  std::uint8_t cls = 0;
-  for (std::uint32_t c = from; c != to;) {
-    const std::uint32_t next = up ? (c + 1) % n : (c + n - 1) % n;
-    if ((up && next == 0) || (!up && c == 0)) cls = 1;  // dateline between chip n-1 and chip 0
-    out.push_back({chip_link(c, next), chip_link_buf_[c * n + next], cls});
-    c = next;
+  std::uint32_t c = from;
+  for (std::size_t d = 0; d < dims_; ++d) {
+    const Dimension& dim = cfg_.system.dimensions[d];
+    const std::uint32_t y = cfg_.system.coordinate(to, d);
+    if (cfg_.system.coordinate(c, d) == y) continue;
+    const std::uint32_t stride = cfg_.system.stride(d);
+    if (dim.kind == DimensionKind::FullyConnected) {
+      const Link& l = links(c, d)[y];
+      out.push_back({l.channel, l.buffer, 0});
+      c = c - cfg_.system.coordinate(c, d) * stride + y * stride;
+      continue;
+    }
+    if (dim.kind == DimensionKind::Switch) {
+      const std::uint32_t next = c - cfg_.system.coordinate(c, d) * stride + y * stride;
+      out.push_back({links(c, d)[0].channel, links(c, d)[0].buffer, 0});
+      out.push_back({links(next, d)[1].channel, links(next, d)[1].buffer, 0});
+      c = next;
+      continue;
+    }
+    const std::uint32_t way = first_link(c, d, y);
+    std::uint8_t cls = 0;
+    while (cfg_.system.coordinate(c, d) != y) {
+      const std::uint32_t x = cfg_.system.coordinate(c, d);
+      if ((way == 0 && x == dim.size - 1) || (way == 1 && x == 0)) cls = 1;
+      const Link& l = links(c, d)[way];
+      out.push_back({l.channel, l.buffer, cls});
+      c = neighbour(c, d, way == 0 ? 1 : -1);
+    }
   }
 }
 
 bool NetTopology::route(std::uint32_t src, std::uint32_t dst, std::vector<Hop>& out) const {
   const std::uint32_t cores = cfg_.chip.cores;
+  if (src >= afi_source_first_ && afi_source_first_ != 0) {  // AFI port queue -> bus -> links -> bus -> sink
+    const std::uint32_t port = src - afi_source_first_;
+    const std::uint32_t from = afi_port_chip_[port], to = dst - afi_sink_first_;
+    out.push_back({afi_bus_[from], afi_port_[port], 0});
+    chips_route(from, to, out);
+    out.push_back({afi_bus_[to] + 1, kNoBuffer, 0});
+    return false;
+  }
   const std::uint32_t sc = src / cores, dc = dst / cores, ls = src % cores, ld = dst % cores;
   const Chip& s = chips_[sc];
   const Chip& d = chips_[dc];
@@ -157,6 +260,7 @@ bool NetTopology::route(std::uint32_t src, std::uint32_t dst, std::vector<Hop>& 
 
 Bytes NetTopology::packet_bytes(std::uint32_t src, std::uint32_t dst) const {
   const std::uint32_t cores = cfg_.chip.cores;
+  if (src >= cfg_.total_cores()) return cfg_.system.packet_bytes;  // from an AFI
   if (src / cores != dst / cores) return cfg_.system.packet_bytes;
   return cfg_.chip.mesh ? cfg_.chip.mesh->packet_bytes : 0;  // 0: the whole message
 }

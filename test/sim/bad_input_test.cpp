@@ -51,8 +51,20 @@ TEST_CASE("config: unknown keys, missing fields, wrong types, inconsistent value
   c["chip"]["core"]["matrix"]["macs_per_cycle"]["fp8"] = 4;
   CHECK_THROWS_WITH(test::config(c), Contains("macs_per_cycle.fp8: not a dtype"));
   c = test::exchange_config();
-  c["system"] = {{"chips", 2}, {"topology", "hypercube"}};
-  CHECK_THROWS_WITH(test::config(c), Contains("system.topology: expected \"ring\" or \"fully_connected\""));
+  c["system"] = {{"chips", 2}, {"topology", "ring"}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.topology: replaced by system.dimensions"));
+  c["system"] = {{"dimensions", {{{"kind", "hypercube"}, {"size", 2}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}}}}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions[0].kind: expected \"ring\", \"unidirectional_ring\""));
+  c["system"] = {{"chips", 6}, {"dimensions", {{{"kind", "ring"}, {"size", 2}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}},
+                                              {{"kind", "switch"}, {"size", 4}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}}}}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.chips: 6 chips, but the sizes of system.dimensions multiply to 8"));
+  c["system"] = {{"chips", 2}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.chips: 2 chips need system.dimensions"));
+  c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 4}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}, {"link_efficiency", 1.5}}}}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions[0].link_efficiency: expected a share in (0, 1]"));
+  c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 64}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}},
+                                 {{"kind", "ring"}, {"size", 128}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}}}}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions: the sizes multiply to more than 4096 chips"));
 }
 
 TEST_CASE("config and program files: missing or not JSON", "[bad-input]") {

@@ -10,9 +10,8 @@ using test::ProgramBuilder;
 namespace {
 Json two_chips() {
   Json c = test::exchange_config(8);
-  c["system"] = {{"chips", 2}, {"topology", "ring"}, {"link_bytes_per_cycle", 8},
-                 {"link_latency_cycles", 50}, {"sync_latency_cycles", 1000},
-                 {"packet_bytes", 256}, {"buffer_bytes", 1024}};
+  c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 2}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 50}}}},
+                 {"sync_latency_cycles", 1000}, {"packet_bytes", 256}, {"buffer_bytes", 1024}};
   return c;
 }
 // `pairs` cores send 1 KiB each: core i -> core i + offset.
@@ -93,6 +92,8 @@ TEST_CASE("shipped V-IPU configs load and scale the core space", "[multichip]") 
     sim::Config c = sim::load_config(std::string(TESSERA_SOURCE_DIR) + "/configs/vipu-" + std::to_string(chips) + ".json");
     CHECK(c.total_cores() == 1472u * chips);
     // 160 GB/s at 1.33 GHz
-    CHECK(c.system.link_bytes_per_cycle * c.clock_ghz == Approx(160).epsilon(0.001));
+    REQUIRE(c.system.dimensions.size() == 1);
+    CHECK(c.system.dimensions[0].kind == sim::DimensionKind::Ring);
+    CHECK(c.system.dimensions[0].bytes_per_cycle() * c.clock_ghz == Approx(160).epsilon(0.001));
   }
 }

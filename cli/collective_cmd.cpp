@@ -1,0 +1,69 @@
+#include "cli/collective_cmd.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "cli/compile_cmd.h"
+#include "sim/common/error.h"
+
+namespace tessera::cli {
+
+void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
+  cmd->add_option("--config", a.config, "a system of chips with an AFI (system.dimensions, system.afi; docs/config.md)")
+      ->required();
+  cmd->add_option("--op", a.op, "allreduce, reducescatter, allgather or alltoall")->capture_default_str();
+  cmd->add_option("--bytes", a.bytes, "bytes per chip (e.g. 64MiB; all-gather: the gathered result)")
+      ->transform(CLI::AsSizeValue(false))
+      ->required();
+  cmd->add_option("--algorithm", a.algorithm, "ring (one ring over all chips in index order), direct, or "
+                                              "hierarchical (one phase per dimension: the torus all-reduce)")
+      ->capture_default_str();
+  cmd->add_option("--chunk-bytes", a.chunk_bytes, "pipelining unit; chunks run at once (0: one chunk)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  cmd->add_option("--chunks-in-flight", a.chunks_in_flight, "a chip starts a chunk once it is done with the chunk "
+                                                            "this many before it (0: every chunk at once)")
+      ->capture_default_str();
+  cmd->add_option("--engine", a.engine, "ideal (endpoint handles a message in one cycle)")->capture_default_str();
+  cmd->add_option("--out", a.out, "results JSON");
+}
+
+int collective_cmd(const CollectiveArgs& a) {
+  const sim::Config cfg = sim::load_config(a.config);
+  sim::CollectiveSpec spec;
+  spec.op = sim::parse_collective_op(a.op);
+  spec.algorithm = sim::parse_collective_algorithm(a.algorithm);
+  spec.bytes = a.bytes;
+  spec.chunk_bytes = a.chunk_bytes;
+  spec.engine = a.engine;
+  spec.chunks_in_flight = a.chunks_in_flight;
+  const sim::CollectiveResult r = sim::run_collective(cfg, spec);
+  const double us = double(r.cycles) / (cfg.clock_ghz * 1e3);
+  fmt::print("{} of {} bytes on {} ({} chips), {} algorithm, {} engine, chunks of {} bytes, {} in flight\n", a.op,
+             a.bytes, cfg.name, cfg.system.chips, a.algorithm, a.engine,
+             spec.chunk_bytes ? std::min<std::uint64_t>(spec.chunk_bytes, a.bytes) : a.bytes,
+             a.chunks_in_flight ? fmt::format("{}", a.chunks_in_flight) : std::string("all"));
+  fmt::print("time {} cycles = {:.3f} us; {} messages\n", r.cycles, us, r.messages);
+  fmt::print("algorithm bandwidth {:.2f} GB/s, bus bandwidth {:.2f} GB/s, injected per chip {:.2f} GB/s\n",
+             r.algorithm_gb_per_s, r.bus_gb_per_s, r.injected_gb_per_s);
+  const auto [lo, hi] = std::minmax_element(r.sent_bytes.begin(), r.sent_bytes.end());
+  fmt::print("bytes sent per chip: {} .. {} ({:.4f} .. {:.4f} x bytes)\n", *lo, *hi, double(*lo) / a.bytes,
+             double(*hi) / a.bytes);
+  if (!r.link_utilization.empty()) {
+    double sum = 0, top = 0;
+    for (const auto& [name, u] : r.link_utilization) {
+      sum += u;
+      top = std::max(top, u);
+    }
+    fmt::print("chip links: {} in use, busy {:.1f}% on average, {:.1f}% at most\n", r.link_utilization.size(),
+               100 * sum / double(r.link_utilization.size()), 100 * top);
+  }
+  if (!a.out.empty()) {
+    write_json(a.out, sim::collective_json(cfg, spec, r));
+    fmt::print("results written to {}\n", a.out);
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,20 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "sim/collective/collective.h"
+
+namespace tessera::cli {
+
+struct CollectiveArgs {
+  std::string config, op = "allreduce", algorithm = "ring", engine = "ideal", out;
+  std::uint64_t bytes = 0, chunk_bytes = 64 << 10;
+  std::uint32_t chunks_in_flight = 16;
+};
+
+void add_collective_options(CLI::App* cmd, CollectiveArgs& a);
+// `tessera collective`: one collective on a system of chips; time, algorithm and bus bandwidth,
+// bytes sent per chip, link use (docs/collectives.md).
+int collective_cmd(const CollectiveArgs& a);
+
+}  // namespace tessera::cli

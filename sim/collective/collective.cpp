@@ -1,0 +1,335 @@
+#include "sim/collective/collective.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/common/error.h"
+#include "sim/noc/packet_net.h"
+
+namespace tessera::sim {
+
+namespace {
+
+constexpr const char* kOps[] = {"allreduce", "reducescatter", "allgather", "alltoall"};
+constexpr const char* kAlgorithms[] = {"ring", "direct", "hierarchical"};
+
+// Builds one chunk's messages. `last[c]` holds what chip c waits for before its next send in
+// this chunk: the messages that brought its data so far.
+class ChunkBuilder {
+ public:
+  // `start[c]`: what chip c waits for before its first send of this chunk.
+  ChunkBuilder(CollectivePlan& plan, std::vector<std::vector<std::uint32_t>> start)
+      : plan_(plan), last_(std::move(start)) {}
+  // What each chip has received last: once it has, the chip is done with this chunk.
+  std::vector<std::vector<std::uint32_t>> take_last() { return std::move(last_); }
+
+  // Ring reduce-scatter over `ring` of a `bytes` buffer: n - 1 steps of bytes / n, member j
+  // sending to member j + 1 what it holds after the step before.
+  void ring_steps(const std::vector<std::uint32_t>& ring, Bytes message_bytes, std::uint32_t steps) {
+    const std::size_t n = ring.size();
+    std::vector<std::uint32_t> sent(n);
+    for (std::uint32_t k = 0; k < steps; ++k) {
+      for (std::size_t j = 0; j < n; ++j) sent[j] = add(ring[j], ring[(j + 1) % n], message_bytes, last_[ring[j]]);
+      for (std::size_t j = 0; j < n; ++j) last_[ring[(j + 1) % n]] = {sent[j]};
+    }
+  }
+  // Half the data each way round a bidirectional ring: two counter-rotating rings whose steps
+  // wait only on their own ring; the next phase waits on both.
+  void ring_both_ways(const std::vector<std::uint32_t>& ring, Bytes half_message_bytes, std::uint32_t steps) {
+    const std::vector<std::vector<std::uint32_t>> start = last_;
+    ring_steps(ring, half_message_bytes, steps);
+    std::vector<std::vector<std::uint32_t>> forward = std::move(last_);
+    last_ = start;
+    ring_steps(std::vector<std::uint32_t>(ring.rbegin(), ring.rend()), half_message_bytes, steps);
+    for (std::uint32_t c : ring) last_[c].insert(last_[c].end(), forward[c].begin(), forward[c].end());
+  }
+  // Every member sends `message_bytes` to every other at once (after what it waits for); each
+  // then waits for all it received.
+  void direct(const std::vector<std::uint32_t>& group, Bytes message_bytes) {
+    std::vector<std::vector<std::uint32_t>> in(group.size());
+    for (std::size_t j = 0; j < group.size(); ++j)
+      for (std::size_t k = 1; k < group.size(); ++k) {
+        const std::size_t to = (j + k) % group.size();  // spread: each starts with its next
+        in[to].push_back(add(group[j], group[to], message_bytes, last_[group[j]]));
+      }
+    for (std::size_t j = 0; j < group.size(); ++j) last_[group[j]] = std::move(in[j]);
+  }
+
+ private:
+  std::uint32_t add(std::uint32_t src, std::uint32_t dst, Bytes bytes, const std::vector<std::uint32_t>& waits) {
+    CollectiveMessage m;
+    m.src = src;
+    m.dst = dst;
+    m.bytes = bytes;
+    m.waits_first = static_cast<std::uint32_t>(plan_.waits.size());
+    m.waits_count = static_cast<std::uint32_t>(waits.size());
+    plan_.waits.insert(plan_.waits.end(), waits.begin(), waits.end());
+    plan_.messages.push_back(m);
+    return static_cast<std::uint32_t>(plan_.messages.size() - 1);
+  }
+
+  CollectivePlan& plan_;
+  std::vector<std::vector<std::uint32_t>> last_;
+};
+
+// The rings (groups) of dimension d: chips that differ only in coordinate d, in coordinate order.
+std::vector<std::vector<std::uint32_t>> groups_of(const SystemConfig& s, std::size_t d) {
+  std::vector<std::vector<std::uint32_t>> out;
+  for (std::uint32_t c = 0; c < s.chips; ++c) {
+    if (s.coordinate(c, d) != 0) continue;
+    std::vector<std::uint32_t> g;
+    for (std::uint32_t x = 0; x < s.dimensions[d].size; ++x) g.push_back(c + x * s.stride(d));
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// Divides `bytes` into `parts` equal messages, or fails saying which division does not go.
+Bytes share(Bytes bytes, std::uint64_t parts, const CollectiveSpec& spec, const std::string& what) {
+  if (parts == 0 || bytes % parts != 0 || bytes / parts == 0)
+    throw Error(fmt::format("collective: {} {} with chunk_bytes {}: a chunk of {} bytes does not divide into {} "
+                            "equal messages ({}); choose a chunk size that does",
+                            collective_op_name(spec.op), collective_algorithm_name(spec.algorithm),
+                            spec.chunk_bytes, bytes, parts, what));
+  return bytes / parts;
+}
+
+struct Phase {
+  enum Kind { ReduceScatter, AllGather, AllReduce } kind;
+  std::size_t dimension;  // kAll: one ring over every chip in index order
+  Bytes buffer;           // per member, before a reduce-scatter / after an all-gather
+};
+constexpr std::size_t kAll = ~std::size_t{0};
+
+// The phases of a ring or hierarchical reduction collective on a chunk of `chunk` bytes.
+std::vector<Phase> phases_of(const Config& cfg, const CollectiveSpec& spec, Bytes chunk) {
+  const SystemConfig& s = cfg.system;
+  std::vector<Phase> out;
+  std::vector<std::size_t> dims;  // dimensions with more than one chip
+  for (std::size_t d = 0; d < s.dimensions.size(); ++d)
+    if (s.dimensions[d].size > 1) dims.push_back(d);
+  if (spec.algorithm == CollectiveAlgorithm::Ring) {
+    // one ring over every chip: the system's one dimension if it has one (so a bidirectional
+    // ring is used both ways), else the chips in index order
+    const auto kind = spec.op == CollectiveOp::AllReduce ? Phase::AllReduce
+                      : spec.op == CollectiveOp::ReduceScatter ? Phase::ReduceScatter : Phase::AllGather;
+    return {{kind, dims.size() == 1 ? dims[0] : kAll, chunk}};
+  }
+  if (spec.op == CollectiveOp::AllReduce) {
+    // reduce-scatter on the first dimension, all-reduce of that share on each other one,
+    // all-gather on the first (the ACE paper's 4-phase torus all-reduce)
+    const Bytes part = chunk / s.dimensions[dims[0]].size;
+    out.push_back({Phase::ReduceScatter, dims[0], chunk});
+    for (std::size_t i = 1; i < dims.size(); ++i) out.push_back({Phase::AllReduce, dims[i], part});
+    out.push_back({Phase::AllGather, dims[0], chunk});
+  } else if (spec.op == CollectiveOp::ReduceScatter) {
+    Bytes b = chunk;
+    for (std::size_t d : dims) {
+      out.push_back({Phase::ReduceScatter, d, b});
+      b /= s.dimensions[d].size;
+    }
+  } else {
+    std::vector<Bytes> sizes(dims.size());
+    Bytes b = chunk;
+    for (std::size_t i = dims.size(); i-- > 0;) {
+      sizes[i] = b;
+      b /= s.dimensions[dims[i]].size;
+    }
+    for (std::size_t i = dims.size(); i-- > 0;) out.push_back({Phase::AllGather, dims[i], sizes[i]});
+  }
+  return out;
+}
+
+void add_phase(const Config& cfg, const CollectiveSpec& spec, const Phase& ph, ChunkBuilder& b) {
+  std::vector<std::vector<std::uint32_t>> groups;
+  if (ph.dimension == kAll) {
+    groups.emplace_back(cfg.system.chips);
+    for (std::uint32_t c = 0; c < cfg.system.chips; ++c) groups[0][c] = c;
+  } else {
+    groups = groups_of(cfg.system, ph.dimension);
+  }
+  const std::uint32_t n = static_cast<std::uint32_t>(groups[0].size());
+  const std::string what = ph.dimension == kAll ? fmt::format("a ring of {} chips", n)
+                                                : fmt::format("dimension {} of {} chips", ph.dimension, n);
+  const std::uint32_t steps = ph.kind == Phase::AllReduce ? 2 * (n - 1) : n - 1;
+  // a ring phase on a bidirectional ring dimension of 3 or more chips uses both directions
+  const bool both_ways = spec.algorithm != CollectiveAlgorithm::Direct && ph.dimension != kAll && n > 2 &&
+                         cfg.system.dimensions[ph.dimension].kind == DimensionKind::Ring;
+  const Bytes message = share(ph.buffer, both_ways ? 2 * n : n, spec, both_ways ? what + ", half each way" : what);
+  for (const auto& g : groups) {
+    if (spec.algorithm == CollectiveAlgorithm::Direct) {
+      b.direct(g, message);
+      if (ph.kind == Phase::AllReduce) b.direct(g, message);
+    } else if (both_ways) {
+      b.ring_both_ways(g, message, steps);
+    } else {
+      b.ring_steps(g, message, steps);
+    }
+  }
+}
+
+}  // namespace
+
+CollectiveOp parse_collective_op(const std::string& name) {
+  for (int i = 0; i < 4; ++i)
+    if (name == kOps[i]) return static_cast<CollectiveOp>(i);
+  throw Error(fmt::format("unknown collective \"{}\" (expected allreduce, reducescatter, allgather or alltoall)", name));
+}
+
+CollectiveAlgorithm parse_collective_algorithm(const std::string& name) {
+  for (int i = 0; i < 3; ++i)
+    if (name == kAlgorithms[i]) return static_cast<CollectiveAlgorithm>(i);
+  throw Error(fmt::format("unknown collective algorithm \"{}\" (expected ring, direct or hierarchical)", name));
+}
+
+const char* collective_op_name(CollectiveOp op) { return kOps[static_cast<int>(op)]; }
+const char* collective_algorithm_name(CollectiveAlgorithm a) { return kAlgorithms[static_cast<int>(a)]; }
+
+CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
+  const std::uint32_t p = cfg.system.chips;
+  if (p < 2) throw Error(fmt::format("collective: config {} has one chip; a collective needs two or more", cfg.name));
+  if (spec.bytes == 0) throw Error("collective: bytes must be > 0");
+  const Bytes chunk = spec.chunk_bytes == 0 ? spec.bytes : std::min(spec.chunk_bytes, spec.bytes);
+  if (spec.bytes % chunk != 0)
+    throw Error(fmt::format("collective: bytes {} is not a whole number of chunks of {} bytes (chunk_bytes)",
+                            spec.bytes, chunk));
+  if (spec.op == CollectiveOp::AllToAll && spec.algorithm != CollectiveAlgorithm::Direct)
+    throw Error(fmt::format("collective: alltoall runs with the direct algorithm (routed in dimension order), "
+                            "not {}", collective_algorithm_name(spec.algorithm)));
+  if (spec.algorithm == CollectiveAlgorithm::Direct && spec.op != CollectiveOp::AllToAll &&
+      spec.op != CollectiveOp::AllReduce)
+    throw Error(fmt::format("collective: {} has the ring and hierarchical algorithms; direct is for "
+                            "allreduce and alltoall", collective_op_name(spec.op)));
+  CollectivePlan plan;
+  plan.chunks = static_cast<std::uint32_t>(spec.bytes / chunk);
+  // A chip starts chunk c once it is done with chunk c - chunks_in_flight.
+  const std::uint32_t window = spec.chunks_in_flight == 0 ? plan.chunks : spec.chunks_in_flight;
+  std::vector<std::vector<std::vector<std::uint32_t>>> done;  // per chunk, per chip
+  for (std::uint32_t c = 0; c < plan.chunks; ++c) {
+    ChunkBuilder b(plan, c >= window ? std::move(done[c - window]) : std::vector<std::vector<std::uint32_t>>(p));
+    if (spec.op == CollectiveOp::AllToAll) {
+      std::vector<std::uint32_t> all(p);
+      for (std::uint32_t i = 0; i < p; ++i) all[i] = i;
+      b.direct(all, share(chunk, p, spec, fmt::format("one per chip of {}", p)));
+      plan.phases = 1;
+      done.push_back(b.take_last());
+      continue;
+    }
+    Phase whole{Phase::AllReduce, kAll, chunk};
+    const std::vector<Phase> phases =
+        spec.algorithm == CollectiveAlgorithm::Direct ? std::vector<Phase>{whole} : phases_of(cfg, spec, chunk);
+    for (const Phase& ph : phases) add_phase(cfg, spec, ph, b);
+    plan.phases = static_cast<std::uint32_t>(phases.size());
+    done.push_back(b.take_last());
+  }
+  return plan;
+}
+
+namespace {
+
+// The ideal engine: a message goes out of its chip's AFI one cycle after the last message it
+// waits for arrived (the endpoint handles it in one cycle, with no memory or compute cost).
+class IdealEngine : public TransportListener {
+ public:
+  IdealEngine(const Config& cfg, const CollectivePlan& plan) : net_(cfg), plan_(plan) {
+    net_.set_listener(this);
+    waiting_.resize(plan.messages.size());
+    children_first_.assign(plan.messages.size() + 1, 0);
+    for (const auto& m : plan.messages)
+      for (std::uint32_t i = 0; i < m.waits_count; ++i) ++children_first_[plan.waits[m.waits_first + i] + 1];
+    for (std::size_t i = 1; i < children_first_.size(); ++i) children_first_[i] += children_first_[i - 1];
+    children_.resize(plan.waits.size());
+    std::vector<std::uint32_t> at(children_first_.begin(), children_first_.end() - 1);
+    for (std::uint32_t m = 0; m < plan.messages.size(); ++m) {
+      waiting_[m] = plan.messages[m].waits_count;
+      for (std::uint32_t i = 0; i < plan.messages[m].waits_count; ++i)
+        children_[at[plan.waits[plan.messages[m].waits_first + i]]++] = m;
+    }
+  }
+
+  Cycles run() {
+    for (std::uint32_t m = 0; m < plan_.messages.size(); ++m)
+      if (waiting_[m] == 0) inject(m, 0);
+    while (net_.next_event() != kNever) {
+      net_.advance(net_.next_event());
+      for (const auto& [m, when] : ready_) inject(m, when);
+      ready_.clear();
+    }
+    if (delivered_ != plan_.messages.size())
+      throw SimulationError(fmt::format("collective: {} of {} messages never arrived", plan_.messages.size() - delivered_,
+                                        plan_.messages.size()));
+    return last_;
+  }
+  PacketNetwork& net() { return net_; }
+
+  void sent(std::uint64_t, Cycles) override {}
+  void delivered(std::uint64_t m, Cycles when) override {
+    ++delivered_;
+    last_ = std::max(last_, when);
+    for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i)
+      if (--waiting_[children_[i]] == 0) ready_.emplace_back(children_[i], when + 1);
+  }
+
+ private:
+  void inject(std::uint32_t m, Cycles when) {
+    const CollectiveMessage& msg = plan_.messages[m];
+    const NetTopology& topo = net_.topology();
+    net_.inject(m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, when);
+  }
+
+  PacketNetwork net_;
+  const CollectivePlan& plan_;
+  std::vector<std::uint32_t> waiting_, children_first_, children_;
+  std::vector<std::pair<std::uint32_t, Cycles>> ready_;
+  std::uint64_t delivered_ = 0;
+  Cycles last_ = 0;
+};
+
+double traffic_factor(CollectiveOp op, std::uint32_t p) {
+  const double f = double(p - 1) / p;
+  return op == CollectiveOp::AllReduce ? 2 * f : f;
+}
+
+}  // namespace
+
+CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec) {
+  if (spec.engine != "ideal")
+    throw Error(fmt::format("--engine {}: not available; this build has the ideal engine only (the ace and cores "
+                            "engines of issue 13 are not built yet)", spec.engine));
+  const CollectivePlan plan = plan_collective(cfg, spec);
+  if (!cfg.system.afi)
+    throw Error(fmt::format("collective: config {} has no system.afi: collective engines send through the AFI "
+                            "(docs/config.md)", cfg.name));
+  IdealEngine engine(cfg, plan);
+  CollectiveResult r;
+  r.cycles = engine.run();
+  r.messages = plan.messages.size();
+  r.sent_bytes.assign(cfg.system.chips, 0);
+  for (const auto& m : plan.messages) r.sent_bytes[m.src] += m.bytes;
+  const double seconds = double(r.cycles) / (cfg.clock_ghz * 1e9);
+  r.algorithm_gb_per_s = double(spec.bytes) / seconds / 1e9;
+  r.bus_gb_per_s = r.algorithm_gb_per_s * traffic_factor(spec.op, cfg.system.chips);
+  r.injected_gb_per_s = double(*std::max_element(r.sent_bytes.begin(), r.sent_bytes.end())) / seconds / 1e9;
+  r.packet_hops = engine.net().hops();
+  std::vector<ChannelStats*> stats;
+  engine.net().stats(stats);
+  for (const ChannelStats* s : stats)
+    if (s->name.rfind("link.", 0) == 0 || s->name.rfind("switch", 0) == 0)
+      r.link_utilization.emplace_back(s->name, r.cycles ? double(s->busy_cycles) / double(r.cycles) : 0.0);
+  return r;
+}
+
+Json collective_json(const Config& cfg, const CollectiveSpec& spec, const CollectiveResult& r) {
+  Json links = Json::object();
+  for (const auto& [name, u] : r.link_utilization) links[name] = u;
+  return {{"config", cfg.name}, {"chips", cfg.system.chips}, {"op", collective_op_name(spec.op)},
+          {"algorithm", collective_algorithm_name(spec.algorithm)}, {"engine", spec.engine},
+          {"bytes", spec.bytes}, {"chunk_bytes", spec.chunk_bytes}, {"cycles", r.cycles},
+          {"seconds", double(r.cycles) / (cfg.clock_ghz * 1e9)}, {"messages", r.messages},
+          {"algorithm_gb_per_s", r.algorithm_gb_per_s}, {"bus_gb_per_s", r.bus_gb_per_s},
+          {"injected_gb_per_s", r.injected_gb_per_s}, {"sent_bytes_per_chip", r.sent_bytes},
+          {"packet_hops", r.packet_hops}, {"link_utilization", links}};
+}
+
+}  // namespace tessera::sim

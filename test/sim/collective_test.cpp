@@ -1,0 +1,148 @@
+// Topologies built from dimensions (routes by hand) and collectives on them with the ideal
+// engine (times against the closed forms of the ACE paper and of ring all-reduce).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "sim/collective/collective.h"
+#include "sim/noc/topology.h"
+#include "test/support.h"
+
+using namespace tessera;
+using Catch::Matchers::Contains;
+
+namespace {
+Json dim(const char* kind, std::uint32_t size, double rate = 16, std::uint64_t latency = 100) {
+  return {{"kind", kind}, {"size", size}, {"link_bytes_per_cycle", rate}, {"link_latency_cycles", latency}};
+}
+Json system_of(Json dims, bool afi = true) {
+  Json c = test::exchange_config(2);
+  c["system"] = {{"dimensions", std::move(dims)}, {"packet_bytes", 256}, {"buffer_bytes", 4096}};
+  if (afi) c["system"]["afi"] = {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}};
+  return c;
+}
+// Channel names of the route from the AFI of chip a to the AFI of chip b, and the hop classes.
+std::vector<std::string> route(const sim::Config& cfg, std::uint32_t a, std::uint32_t b, std::string* classes = nullptr) {
+  sim::NetTopology t(cfg);
+  std::vector<sim::Hop> hops;
+  t.route(t.afi_source(a, b), t.afi_sink(b), hops);
+  std::vector<std::string> names;
+  for (const auto& h : hops) {
+    names.push_back(t.channels()[h.channel].name);
+    if (classes) *classes += char('0' + h.cls);
+  }
+  return names;
+}
+sim::CollectiveResult run(const Json& cfg, sim::CollectiveOp op, sim::CollectiveAlgorithm alg, Bytes bytes,
+                          Bytes chunk, std::uint32_t in_flight = 16) {
+  sim::CollectiveSpec s;
+  s.op = op;
+  s.algorithm = alg;
+  s.bytes = bytes;
+  s.chunk_bytes = chunk;
+  s.chunks_in_flight = in_flight;
+  return sim::run_collective(test::config(cfg), s);
+}
+}  // namespace
+
+TEST_CASE("dimensions: chips by coordinates, routed dimension by dimension", "[collective]") {
+  // 4 x 3: a bidirectional ring of 4 (dimension 0, stride 1), a unidirectional ring of 3 (stride 4)
+  const sim::Config c = test::config(system_of({dim("ring", 4), dim("unidirectional_ring", 3)}));
+  CHECK(c.system.chips == 12);
+  // chip 1 = (1, 0) to chip 11 = (3, 2): up the ring 1 -> 2 -> 3 (two steps, a tie with the
+  // other way: ties go up), then 3 -> 7 -> 11 along the unidirectional ring
+  std::string cls;
+  CHECK(route(c, 1, 11, &cls) == std::vector<std::string>{"chip1.afi.bus_out", "link.chip1->chip2", "link.chip2->chip3",
+                                                          "link.chip3->chip7", "link.chip7->chip11", "chip11.afi.bus_in"});
+  CHECK(cls == "000000");
+  // chip 3 = (3, 0) to chip 0: one step up, across the wrap (class 1); chip 0 to chip 3: one step down, also across it
+  cls.clear();
+  CHECK(route(c, 3, 0, &cls) == std::vector<std::string>{"chip3.afi.bus_out", "link.chip3->chip0", "chip0.afi.bus_in"});
+  CHECK(cls == "010");
+  cls.clear();
+  CHECK(route(c, 0, 3, &cls) == std::vector<std::string>{"chip0.afi.bus_out", "link.chip0->chip3", "chip3.afi.bus_in"});
+  CHECK(cls == "010");
+  // the unidirectional ring goes the long way: chip 8 = (0, 2) to chip 4 = (0, 1) is 8 -> 0 -> 4
+  CHECK(route(c, 8, 4) == std::vector<std::string>{"chip8.afi.bus_out", "link.chip8->chip0", "link.chip0->chip4", "chip4.afi.bus_in"});
+
+  const sim::Config sw = test::config(system_of({dim("switch", 4)}));
+  CHECK(route(sw, 0, 2) == std::vector<std::string>{"chip0.afi.bus_out", "switch0.chip0.up", "switch0.chip2.down", "chip2.afi.bus_in"});
+  const sim::Config fc = test::config(system_of({dim("fully_connected", 3)}));
+  CHECK(route(fc, 0, 2) == std::vector<std::string>{"chip0.afi.bus_out", "link.chip0->chip2", "chip2.afi.bus_in"});
+  // a core's cross-chip route on exchange chips: its send port, the links, the receiver's port
+  sim::NetTopology t(c);
+  std::vector<sim::Hop> hops;
+  t.route(2 * 1, 2 * 11 + 1, hops);  // core 0 of chip 1 to core 1 of chip 11
+  std::vector<std::string> names;
+  for (const auto& h : hops) names.push_back(t.channels()[h.channel].name);
+  CHECK(names == std::vector<std::string>{"chip1.core0.send", "link.chip1->chip2", "link.chip2->chip3", "link.chip3->chip7",
+                                          "link.chip7->chip11", "chip11.core1.recv"});
+}
+
+TEST_CASE("ring all-reduce on 8 and 16 chips: 2(p-1)/p S/B + 2(p-1) alpha", "[collective]") {
+  // A bidirectional ring of 16 B/cycle links (latency 100) used both ways: B = 32 B/cycle. A
+  // step costs the link latency, a packet's serialisation on the bus out and in (256 / 64 = 4
+  // each) and the ideal endpoint's cycle: alpha = 109.
+  for (std::uint32_t p : {8u, 16u}) {
+    const Json cfg = system_of({dim("ring", p)});
+    const double S = 1 << 20, B = 32, alpha = 109;
+    const double formula = 2.0 * (p - 1) / p * S / B + 2.0 * (p - 1) * alpha;
+    // one chunk: the steps in sequence
+    const auto one = run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 1 << 20, 0);
+    CHECK(double(one.cycles) == Approx(formula).epsilon(0.02));
+    // chunks in flight share the links: never faster than the bandwidth term
+    const auto chunked = run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 1 << 20, 64 << 10);
+    CHECK(double(chunked.cycles) >= 2.0 * (p - 1) / p * S / B);
+    CHECK(double(chunked.cycles) <= formula * 1.02);
+    // each chip sends 2(p-1)/p S
+    CHECK(one.sent_bytes[0] == 2 * (p - 1) * (1u << 20) / p);
+  }
+}
+
+TEST_CASE("ACE 4x4x4 torus: the hierarchical all-reduce sends 2.25 N per NPU; ideal bandwidth under the 282 GB/s bound", "[collective]") {
+  const Json cfg = read_json_file(std::string(TESSERA_SOURCE_DIR) + "/configs/ace-torus-64.json");
+  const auto r = run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Hierarchical, 16 << 20, 64 << 10);
+  for (Bytes b : r.sent_bytes) CHECK(b == 9 * (16u << 20) / 4);
+  // The inter-package rings (2 x 25 GB/s x 94% per dimension) carry 0.375 N each: the bound on
+  // injection is 2.25 N / (0.375 N / 47 GB/s) = 282 GB/s.
+  CHECK(r.injected_gb_per_s <= 282.0);
+  CHECK(r.injected_gb_per_s >= 0.85 * 282.0);
+  // the intra-package ring carries 0.75 N each way at 8x the rate of an inter-package link that
+  // carries 0.1875 N each way: about half as busy once the inter-package links are saturated
+  double intra = 0, inter = 0;
+  for (const auto& [name, u] : r.link_utilization) {
+    if (name == "link.chip0->chip1") intra = u;
+    if (name == "link.chip0->chip4") inter = u;
+  }
+  CHECK(inter >= 0.8);
+  CHECK(intra / inter == Approx(0.5).margin(0.1));
+  // the plain ring over the 64 chips in index order, one way: far less
+  const auto ring = run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 4 << 20, 64 << 10);
+  CHECK(ring.injected_gb_per_s < 0.5 * r.injected_gb_per_s);
+}
+
+TEST_CASE("direct all-to-all through a switch, by hand", "[collective]") {
+  // 8 chips, switch ports of 16 B/cycle, latency 100 each way. Each chip sends 7 messages of
+  // 8 KiB through its up port: 7 x 512 = 3584 cycles of port time, the last packet then crosses
+  // the down port (latency 100 + 100 + bus 4 + 4 + its 16 cycles on the down port).
+  const auto r = run(system_of({dim("switch", 8)}), sim::CollectiveOp::AllToAll, sim::CollectiveAlgorithm::Direct, 64 << 10, 0);
+  CHECK(double(r.cycles) == Approx(3584 + 224).epsilon(0.02));
+  CHECK(r.sent_bytes[3] == 7 * 8192u);
+}
+
+TEST_CASE("collectives: bad requests are named errors", "[collective][bad-input]") {
+  const Json cfg = system_of({dim("ring", 3)});
+  CHECK_THROWS_WITH(run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 1 << 16, 1 << 16),
+                    Contains("does not divide into 6 equal messages (dimension 0 of 3 chips, half each way)"));
+  CHECK_THROWS_WITH(run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 3000, 1024),
+                    Contains("bytes 3000 is not a whole number of chunks of 1024 bytes"));
+  CHECK_THROWS_WITH(run(cfg, sim::CollectiveOp::AllToAll, sim::CollectiveAlgorithm::Ring, 3 << 10, 0),
+                    Contains("alltoall runs with the direct algorithm"));
+  CHECK_THROWS_WITH(run(system_of({dim("ring", 3)}, false), sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 6 << 10, 0),
+                    Contains("has no system.afi"));
+  sim::CollectiveSpec s;
+  s.bytes = 6 << 10;
+  s.engine = "ace";
+  CHECK_THROWS_WITH(sim::run_collective(test::config(cfg), s), Contains("--engine ace: not available"));
+  CHECK_THROWS_WITH(sim::parse_collective_op("broadcast"), Contains("unknown collective \"broadcast\""));
+}
