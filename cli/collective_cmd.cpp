@@ -16,10 +16,11 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
   cmd->add_option("--bytes", a.bytes, "bytes per chip (e.g. 64MiB; all-gather: the gathered result)")
       ->transform(CLI::AsSizeValue(false))
       ->required();
-  cmd->add_option("--algorithm", a.algorithm, "ring (one ring over all chips in index order), direct, or "
-                                              "hierarchical (one phase per dimension: the torus all-reduce)")
+  cmd->add_option("--algorithm", a.algorithm, "ring (one ring over all chips: the system's one dimension, both "
+                                              "ways if a bidirectional ring; else chips in index order), direct, "
+                                              "or hierarchical (one phase per dimension: the torus all-reduce)")
       ->capture_default_str();
-  cmd->add_option("--chunk-bytes", a.chunk_bytes, "pipelining unit; chunks run at once (0: one chunk)")
+  cmd->add_option("--chunk-bytes", a.chunk_bytes, "pipelining unit (0: one chunk); see --chunks-in-flight")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   cmd->add_option("--chunks-in-flight", a.chunks_in_flight, "a chip starts a chunk once it is done with the chunk "

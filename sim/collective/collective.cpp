@@ -37,12 +37,16 @@ class ChunkBuilder {
   // Half the data each way round a bidirectional ring: two counter-rotating rings whose steps
   // wait only on their own ring; the next phase waits on both.
   void ring_both_ways(const std::vector<std::uint32_t>& ring, Bytes half_message_bytes, std::uint32_t steps) {
-    const std::vector<std::vector<std::uint32_t>> start = last_;
+    std::vector<std::vector<std::uint32_t>> start, forward;  // of the ring's members only
+    for (std::uint32_t c : ring) start.push_back(last_[c]);
     ring_steps(ring, half_message_bytes, steps);
-    std::vector<std::vector<std::uint32_t>> forward = std::move(last_);
-    last_ = start;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      forward.push_back(std::move(last_[ring[i]]));
+      last_[ring[i]] = std::move(start[i]);
+    }
     ring_steps(std::vector<std::uint32_t>(ring.rbegin(), ring.rend()), half_message_bytes, steps);
-    for (std::uint32_t c : ring) last_[c].insert(last_[c].end(), forward[c].begin(), forward[c].end());
+    for (std::size_t i = 0; i < ring.size(); ++i)
+      last_[ring[i]].insert(last_[ring[i]].end(), forward[i].begin(), forward[i].end());
   }
   // Every member sends `message_bytes` to every other at once (after what it waits for); each
   // then waits for all it received.
@@ -88,8 +92,8 @@ std::vector<std::vector<std::uint32_t>> groups_of(const SystemConfig& s, std::si
 // Divides `bytes` into `parts` equal messages, or fails saying which division does not go.
 Bytes share(Bytes bytes, std::uint64_t parts, const CollectiveSpec& spec, const std::string& what) {
   if (parts == 0 || bytes % parts != 0 || bytes / parts == 0)
-    throw Error(fmt::format("collective: {} {} with chunk_bytes {}: a chunk of {} bytes does not divide into {} "
-                            "equal messages ({}); choose a chunk size that does",
+    throw Error(fmt::format("collective: {} {} with chunk_bytes {}: {} bytes (a chunk's share in this phase) do "
+                            "not divide into {} equal messages ({}); choose a chunk size that does",
                             collective_op_name(spec.op), collective_algorithm_name(spec.algorithm),
                             spec.chunk_bytes, bytes, parts, what));
   return bytes / parts;
@@ -130,9 +134,11 @@ std::vector<Phase> phases_of(const Config& cfg, const CollectiveSpec& spec, Byte
       b /= s.dimensions[d].size;
     }
   } else {
+    // the mirror of the reduce-scatter: the last dimension first, gathering the share each chip
+    // holds after the dimensions before it; the first dimension last, gathering the whole chunk
     std::vector<Bytes> sizes(dims.size());
     Bytes b = chunk;
-    for (std::size_t i = dims.size(); i-- > 0;) {
+    for (std::size_t i = 0; i < dims.size(); ++i) {
       sizes[i] = b;
       b /= s.dimensions[dims[i]].size;
     }
@@ -150,8 +156,9 @@ void add_phase(const Config& cfg, const CollectiveSpec& spec, const Phase& ph, C
     groups = groups_of(cfg.system, ph.dimension);
   }
   const std::uint32_t n = static_cast<std::uint32_t>(groups[0].size());
-  const std::string what = ph.dimension == kAll ? fmt::format("a ring of {} chips", n)
-                                                : fmt::format("dimension {} of {} chips", ph.dimension, n);
+  const std::string what = spec.algorithm == CollectiveAlgorithm::Direct ? fmt::format("one per chip of {}", n)
+                           : ph.dimension == kAll ? fmt::format("a ring of {} chips", n)
+                                                  : fmt::format("dimension {} of {} chips", ph.dimension, n);
   const std::uint32_t steps = ph.kind == Phase::AllReduce ? 2 * (n - 1) : n - 1;
   // a ring phase on a bidirectional ring dimension of 3 or more chips uses both directions
   const bool both_ways = spec.algorithm != CollectiveAlgorithm::Direct && ph.dimension != kAll && n > 2 &&

@@ -181,13 +181,15 @@ Dimension parse_dimension(const JsonReader& r) {
     }
   if (!known)
     r.fail("kind", fmt::format("expected \"ring\", \"unidirectional_ring\", \"fully_connected\" or \"switch\", got \"{}\"", kind));
-  d.size = static_cast<std::uint32_t>(r.u64("size"));
-  require(d.size >= 1 && d.size <= kMaxChips, r, "size", fmt::format("expected 1..{}", kMaxChips));
+  const std::uint64_t size = r.u64("size");  // checked before it is narrowed
+  require(size >= 1 && size <= kMaxChips, r, "size", fmt::format("expected 1..{}", kMaxChips));
+  d.size = static_cast<std::uint32_t>(size);
   if (d.kind == DimensionKind::FullyConnected)
     require(d.size <= kMaxFullyConnected, r, "size",
             fmt::format("a fully connected dimension has at most {} chips (use a switch for more)", kMaxFullyConnected));
-  d.links_per_neighbour = static_cast<std::uint32_t>(r.u64("links_per_neighbour", 1));
-  require(d.links_per_neighbour >= 1 && d.links_per_neighbour <= 64, r, "links_per_neighbour", "expected 1..64");
+  const std::uint64_t links = r.u64("links_per_neighbour", 1);
+  require(links >= 1 && links <= 64, r, "links_per_neighbour", "expected 1..64");
+  d.links_per_neighbour = static_cast<std::uint32_t>(links);
   d.link_bytes_per_cycle = r.positive("link_bytes_per_cycle");
   d.link_latency_cycles = r.u64("link_latency_cycles");
   d.link_efficiency = r.positive("link_efficiency", 1.0);
@@ -212,8 +214,9 @@ SystemConfig parse_system(const JsonReader& r) {
       require(product <= kMaxChips, r, "dimensions", fmt::format("the sizes multiply to more than {} chips", kMaxChips));
     }
   }
-  s.chips = static_cast<std::uint32_t>(r.u64("chips", product));
-  require(s.chips >= 1 && s.chips <= kMaxChips, r, "chips", fmt::format("expected 1..{}", kMaxChips));
+  const std::uint64_t chips = r.u64("chips", product);
+  require(chips >= 1 && chips <= kMaxChips, r, "chips", fmt::format("expected 1..{}", kMaxChips));
+  s.chips = static_cast<std::uint32_t>(chips);
   if (s.chips != product)
     r.fail("chips", s.dimensions.empty()
                         ? fmt::format("{} chips need system.dimensions saying how they are joined", s.chips)

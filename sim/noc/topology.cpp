@@ -87,13 +87,18 @@ void NetTopology::build_chip_links() {
       auto to_chip = [&](std::uint32_t b) {
         const std::uint32_t c = add_channel(fmt::format("link.chip{}->chip{}", a, b), rate, dim.link_latency_cycles);
         links_.push_back({c, add_buffer(s.buffer_bytes, rate)});
+        drives_.push_back(true);
+      };
+      auto unused = [&](Link l) {  // an entry no message starts on
+        links_.push_back(l);
+        drives_.push_back(false);
       };
       const std::uint32_t n = dim.size, x = s.coordinate(a, d);
       switch (dim.kind) {
         case DimensionKind::Ring:
           if (n == 1) break;
           to_chip(neighbour(a, d, 1));
-          if (n == 2) links_.push_back(links_.back());  // the neighbour both ways: one link
+          if (n == 2) unused(links_.back());  // the neighbour both ways: one link
           else to_chip(neighbour(a, d, -1));
           break;
         case DimensionKind::UnidirectionalRing:
@@ -101,15 +106,16 @@ void NetTopology::build_chip_links() {
           break;
         case DimensionKind::FullyConnected:
           for (std::uint32_t y = 0; y < n; ++y) {
-            if (y == x) links_.push_back({});
+            if (y == x) unused({});
             else to_chip(a + (y - x) * s.stride(d));  // unsigned wrap-around gives the right chip
           }
           break;
         case DimensionKind::Switch: {
           const std::uint32_t up = add_channel(fmt::format("switch{}.chip{}.up", d, a), rate, dim.link_latency_cycles);
           links_.push_back({up, add_buffer(s.buffer_bytes, rate)});  // the switch's input buffer
+          drives_.push_back(true);
           const std::uint32_t down = add_channel(fmt::format("switch{}.chip{}.down", d, a), rate, dim.link_latency_cycles);
-          links_.push_back({down, add_buffer(s.buffer_bytes, rate)});
+          unused({down, add_buffer(s.buffer_bytes, rate)});  // into this chip: the last hop of others' routes
           break;
         }
       }
@@ -121,6 +127,7 @@ void NetTopology::build_chip_links() {
 void NetTopology::build_afi() {
   const SystemConfig& s = cfg_.system;
   const AfiConfig& afi = *s.afi;
+  if (dims_ == 0) return;  // one chip: nothing to send to through an AFI
   afi_source_first_ = endpoints_;
   afi_sink_first_ = afi_source_first_ + static_cast<std::uint32_t>(links_.size());
   endpoints_ = afi_sink_first_ + s.chips;
@@ -133,7 +140,7 @@ void NetTopology::build_afi() {
     const std::uint32_t last = c + 1 < s.chips ? link_first_[(c + 1) * dims_] : static_cast<std::uint32_t>(links_.size());
     for (std::uint32_t l = first; l < last; ++l) {
       afi_port_chip_[l] = c;
-      if (links_[l].channel != kNone) afi_port_[l] = add_buffer(afi.port_buffer_bytes, afi.bus_bytes_per_cycle);
+      if (drives_[l]) afi_port_[l] = add_buffer(afi.port_buffer_bytes, afi.bus_bytes_per_cycle);
     }
   }
 }
@@ -223,6 +230,8 @@ bool NetTopology::route(std::uint32_t src, std::uint32_t dst, std::vector<Hop>& 
   const std::uint32_t cores = cfg_.chip.cores;
   if (src >= afi_source_first_ && afi_source_first_ != 0) {  // AFI port queue -> bus -> links -> bus -> sink
     const std::uint32_t port = src - afi_source_first_;
+    if (port >= links_.size() || !drives_[port] || dst < afi_sink_first_ || dst >= endpoints_)
+      throw std::logic_error("NetTopology::route: an AFI message goes from a port queue to an AFI sink");
     const std::uint32_t from = afi_port_chip_[port], to = dst - afi_sink_first_;
     out.push_back({afi_bus_[from], afi_port_[port], 0});
     chips_route(from, to, out);

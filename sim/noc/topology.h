@@ -98,6 +98,7 @@ class NetTopology {
   std::vector<Chip> chips_;
   std::size_t dims_ = 0;
   std::vector<Link> links_;
+  std::vector<bool> drives_;  // per entry of links_: a link the chip sends on (has an AFI queue)
   std::vector<std::uint32_t> link_first_;  // chip * dims + d -> first of its links in links_
   std::uint32_t endpoints_ = 0;
   // AFI: sources are numbered from afi_source_first_, chip by chip, one per entry of links_ of

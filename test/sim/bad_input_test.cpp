@@ -65,6 +65,8 @@ TEST_CASE("config: unknown keys, missing fields, wrong types, inconsistent value
   c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 64}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}},
                                  {{"kind", "ring"}, {"size", 128}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}}}}};
   CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions: the sizes multiply to more than 4096 chips"));
+  c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 4294967298ull}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}}}}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions[0].size: expected 1..4096"));
 }
 
 TEST_CASE("config and program files: missing or not JSON", "[bad-input]") {

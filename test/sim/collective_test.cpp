@@ -130,10 +130,35 @@ TEST_CASE("direct all-to-all through a switch, by hand", "[collective]") {
   CHECK(r.sent_bytes[3] == 7 * 8192u);
 }
 
+TEST_CASE("hierarchical all-gather mirrors the reduce-scatter: the last dimension first, on the smallest share", "[collective]") {
+  // 4 x 2, one way round each: gather C/4 on dimension 1 first (one step of C/8), then the
+  // whole C on dimension 0 (three steps of C/4): 7/8 C per chip
+  const sim::Config cfg = test::config(system_of({dim("unidirectional_ring", 4), dim("unidirectional_ring", 2)}));
+  sim::CollectiveSpec s;
+  s.op = sim::CollectiveOp::AllGather;
+  s.algorithm = sim::CollectiveAlgorithm::Hierarchical;
+  s.bytes = s.chunk_bytes = 8192;
+  const sim::CollectivePlan plan = sim::plan_collective(cfg, s);
+  REQUIRE(plan.messages.size() == 8 * 1 + 8 * 3);
+  CHECK(plan.messages.front().bytes == 1024);
+  CHECK(plan.messages.front().dst == plan.messages.front().src + 4);  // along dimension 1
+  CHECK(plan.messages.back().bytes == 2048);
+  const auto r = sim::run_collective(cfg, s);
+  for (Bytes b : r.sent_bytes) CHECK(b == 7 * 1024u);
+}
+
+TEST_CASE("an AFI on a single chip is harmless", "[collective]") {
+  Json c = test::exchange_config(2);
+  c["system"] = {{"afi", {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}}}};
+  const sim::Config cfg = test::config(c);
+  sim::NetTopology t(cfg);
+  CHECK(t.endpoints() == 2);
+}
+
 TEST_CASE("collectives: bad requests are named errors", "[collective][bad-input]") {
   const Json cfg = system_of({dim("ring", 3)});
   CHECK_THROWS_WITH(run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 1 << 16, 1 << 16),
-                    Contains("does not divide into 6 equal messages (dimension 0 of 3 chips, half each way)"));
+                    Contains("65536 bytes (a chunk's share in this phase) do not divide into 6 equal messages (dimension 0 of 3 chips, half each way)"));
   CHECK_THROWS_WITH(run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 3000, 1024),
                     Contains("bytes 3000 is not a whole number of chunks of 1024 bytes"));
   CHECK_THROWS_WITH(run(cfg, sim::CollectiveOp::AllToAll, sim::CollectiveAlgorithm::Ring, 3 << 10, 0),
