@@ -83,7 +83,7 @@ std::vector<std::vector<std::uint32_t>> groups_of(const SystemConfig& s, std::si
   for (std::uint32_t c = 0; c < s.chips; ++c) {
     if (s.coordinate(c, d) != 0) continue;
     std::vector<std::uint32_t> g;
-    for (std::uint32_t x = 0; x < s.dimensions[d].size; ++x) g.push_back(c + x * s.stride(d));
+    for (std::uint32_t x = 0; x < s.dimensions[d].size; ++x) g.push_back(s.with_coordinate(c, d, x));
     out.push_back(std::move(g));
   }
   return out;
@@ -219,7 +219,6 @@ CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
       std::vector<std::uint32_t> all(p);
       for (std::uint32_t i = 0; i < p; ++i) all[i] = i;
       b.direct(all, share(chunk, p, spec, fmt::format("one per chip of {}", p)));
-      plan.phases = 1;
       done.push_back(b.take_last());
       continue;
     }
@@ -227,7 +226,6 @@ CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
     const std::vector<Phase> phases =
         spec.algorithm == CollectiveAlgorithm::Direct ? std::vector<Phase>{whole} : phases_of(cfg, spec, chunk);
     for (const Phase& ph : phases) add_phase(cfg, spec, ph, b);
-    plan.phases = static_cast<std::uint32_t>(phases.size());
     done.push_back(b.take_last());
   }
   return plan;

@@ -50,7 +50,6 @@ struct CollectivePlan {
   std::vector<CollectiveMessage> messages;  // among messages ready at once, this order
   std::vector<std::uint32_t> waits;         // message indices
   std::uint32_t chunks = 0;
-  std::uint32_t phases = 0;
 };
 
 // The messages of `spec` on the config's chips. Throws Error naming the field when the bytes do

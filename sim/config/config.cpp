@@ -247,8 +247,6 @@ SystemConfig parse_system(const JsonReader& r) {
 
 }  // namespace
 
-const char* dimension_kind_name(DimensionKind k) { return kDimensionKinds[static_cast<int>(k)]; }
-
 const char* vec_op_name(VecOp op) { return kVecOpNames[static_cast<int>(op)]; }
 
 std::optional<VecOp> parse_vec_op(const std::string& name) {

@@ -89,7 +89,6 @@ struct OffchipConfig {
 // One dimension of a system of chips (docs/config.md, "system.dimensions"). Chips are addressed
 // by coordinates, dimension 0 varying fastest: chip = sum of coordinate[d] * stride[d].
 enum class DimensionKind : std::uint8_t { Ring, UnidirectionalRing, FullyConnected, Switch };
-const char* dimension_kind_name(DimensionKind k);
 
 struct Dimension {
   DimensionKind kind = DimensionKind::Ring;
@@ -125,6 +124,10 @@ struct SystemConfig {
     return s;
   }
   std::uint32_t coordinate(std::uint32_t chip, std::size_t d) const { return chip / stride(d) % dimensions[d].size; }
+  // The chip whose coordinates are those of `chip` but with `x` along dimension d.
+  std::uint32_t with_coordinate(std::uint32_t chip, std::size_t d, std::uint32_t x) const {
+    return chip - coordinate(chip, d) * stride(d) + x * stride(d);
+  }
 };
 
 struct ChipConfig {

@@ -107,7 +107,7 @@ void NetTopology::build_chip_links() {
         case DimensionKind::FullyConnected:
           for (std::uint32_t y = 0; y < n; ++y) {
             if (y == x) unused({});
-            else to_chip(a + (y - x) * s.stride(d));  // unsigned wrap-around gives the right chip
+            else to_chip(s.with_coordinate(a, d, y));
           }
           break;
         case DimensionKind::Switch: {
@@ -147,8 +147,7 @@ void NetTopology::build_afi() {
 
 std::uint32_t NetTopology::neighbour(std::uint32_t chip, std::size_t d, int step) const {
   const std::uint32_t n = cfg_.system.dimensions[d].size, x = cfg_.system.coordinate(chip, d);
-  const std::uint32_t y = step > 0 ? (x + 1) % n : (x + n - 1) % n;
-  return chip - x * cfg_.system.stride(d) + y * cfg_.system.stride(d);
+  return cfg_.system.with_coordinate(chip, d, step > 0 ? (x + 1) % n : (x + n - 1) % n);
 }
 
 std::uint32_t NetTopology::first_link(std::uint32_t chip, std::size_t d, std::uint32_t to) const {
@@ -200,15 +199,13 @@ void NetTopology::chips_route(std::uint32_t from, std::uint32_t to, std::vector<
     const Dimension& dim = cfg_.system.dimensions[d];
     const std::uint32_t y = cfg_.system.coordinate(to, d);
     if (cfg_.system.coordinate(c, d) == y) continue;
-    const std::uint32_t stride = cfg_.system.stride(d);
+    const std::uint32_t next = cfg_.system.with_coordinate(c, d, y);
     if (dim.kind == DimensionKind::FullyConnected) {
-      const Link& l = links(c, d)[y];
-      out.push_back({l.channel, l.buffer, 0});
-      c = c - cfg_.system.coordinate(c, d) * stride + y * stride;
+      out.push_back({links(c, d)[y].channel, links(c, d)[y].buffer, 0});
+      c = next;
       continue;
     }
-    if (dim.kind == DimensionKind::Switch) {
-      const std::uint32_t next = c - cfg_.system.coordinate(c, d) * stride + y * stride;
+    if (dim.kind == DimensionKind::Switch) {  // up from c, down into next
       out.push_back({links(c, d)[0].channel, links(c, d)[0].buffer, 0});
       out.push_back({links(next, d)[1].channel, links(next, d)[1].buffer, 0});
       c = next;

@@ -27,8 +27,6 @@ class RelayoutRunner {
   Steps steps(std::uint32_t r, std::uint32_t core);
   // The core has run its steps of relayout r once.
   void done(std::uint32_t r);
-  // Steps held right now, over every relayout in progress (for memory figures).
-  std::uint64_t steps_held() const { return held_; }
   std::uint64_t peak_steps_held() const { return peak_held_; }
 
  private:
