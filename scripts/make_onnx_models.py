@@ -23,7 +23,8 @@ Uses Debian's python3-onnx and python3-numpy only; nothing is downloaded. Weight
   bad_reshape.onnx  Reshape [4,6] -> [6,4] (error test)
   symbolic.onnx     an input with a symbolic batch dimension (error test)
   lone_erf.onnx     Erf outside the GELU pattern (error test)
-  merge_window.onnx a Reshape merging [4,4] into a convolution's spatial dimension (error test)
+  merge_window.onnx a Reshape merging [4,4] into a convolution's spatial dimension (made solid)
+  resplit.onnx      a Reshape merging [2,3] into 6, then one splitting 6 into [3,2] (made solid)
   folding.onnx      Shape -> Gather -> Unsqueeze -> Concat -> Reshape (folded at import) + Relu
   dataops.onnx      Slice, Concat, Where on a constant mask, Sigmoid, Clip, ReduceMean, Pow
   depthwise.onnx    a depthwise (group = channels) convolution
@@ -227,6 +228,11 @@ def errors(out):
           N("Conv", ["xm", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
          [vi("x", [1, 3, 4, 4, 16])], [vi("y", [1, 8, 16, 16])],
          [ints("shape", [1, 3, 16, 16]), weight("w", 8, 3, 3, 3)])
+    save(out, "resplit",
+         [N("Reshape", ["x", "s6"], ["xm"], name="merge"),
+          N("Reshape", ["xm", "s32"], ["xs"], name="split"),
+          N("Relu", ["xs"], ["y"], name="relu")],
+         [vi("x", [1, 2, 3])], [vi("y", [1, 3, 2])], [ints("s6", [1, 6]), ints("s32", [1, 3, 2])])
 
 
 def exporter_ops(out):

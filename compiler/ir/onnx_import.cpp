@@ -147,6 +147,25 @@ bool is_identity(const View& v) {
   return true;
 }
 
+// Whether the view reads its tensor in the tensor's own row-major order (it only merges, splits
+// or adds unit dimensions): then the view and the tensor hold the same bytes.
+bool row_major(const View& v) {
+  std::vector<int> by_base, by_view;
+  std::vector<int> uses(v.fine.size(), 0);
+  for (const auto& b : v.base) {
+    if (b.size() != 1 || b[0].first != 1) return false;
+    uses[static_cast<std::size_t>(b[0].second)]++;
+    if (v.fine[static_cast<std::size_t>(b[0].second)] > 1) by_base.push_back(b[0].second);
+  }
+  for (const auto& g : v.groups)
+    for (int f : g)
+      if (v.fine[static_cast<std::size_t>(f)] > 1) {
+        if (uses[static_cast<std::size_t>(f)] != 1) return false;
+        by_view.push_back(f);
+      }
+  return by_base == by_view;
+}
+
 // What an ONNX value name stands for.
 struct Value {
   std::string tensor;        // the workload tensor holding the data
@@ -227,6 +246,7 @@ class Importer {
       if (it == values_.end() || wl_.tensor(it->second.tensor).role != TensorRole::Activation)
         fail(fmt::format("graph output '{}' is not computed by any operator (it is an input, a weight, a "
                          "layout view of one, or not produced by a node)", out.name()));
+      if (it->second.view && !row_major(*it->second.view)) it = copy_output(out.name());
       wl_.mark_output(it->second.tensor);
     }
     report_problems();
@@ -473,8 +493,48 @@ class Importer {
   }
   std::string internal_key(const std::string& n) { return "\x01" + n; }
 
+  // A graph output that reads its tensor in another order (a final Transpose, or a Reshape of
+  // one) becomes a tensor of its own, so that results hold its values in ONNX order.
+  std::map<std::string, Value>::iterator copy_output(const std::string& name) {
+    node_name_ = name;
+    guarded({name}, {name}, [&] {
+      const Shape shape = value(name).shape;
+      const std::string key = internal_key(name + ".out");
+      OpBuild b = start(op_name(".output"), key, name, shape);
+      b.rhs = "{0}";
+      b.in.push_back({name, plain_idx(b.out_axes)});
+      emit(std::move(b));
+      values_[name] = values_.at(key);
+    });
+    return values_.find(name);
+  }
+
   // ---- layout views ---------------------------------------------------------------------------
   Value reshape(const Value& v, const Shape& target) {
+    if (auto out = view_reshape(v, target)) return *out;
+    not_a_view(v.shape, target);
+  }
+
+  [[noreturn]] void not_a_view(const Shape& from, const Shape& to) const {
+    fail_node(fmt::format("reshape from {} to {} is not a layout view: the sizes of old and new dimensions do not "
+                          "divide each other. Supported: splitting a dimension into several, merging adjacent "
+                          "dimensions (read by plain axes only), and adding or removing dimensions of size 1",
+                          shape_str(from), shape_str(to)));
+  }
+
+  // Reshape of a named input. When the input is itself a view that merged dimensions (say 56 read
+  // as 8 x 7 windows) and the new shape splits them another way (7 x 8), no view of that view
+  // exists: the input is made solid first (one copy), and the reshape is a view of the copy.
+  Value reshape_input(const std::string& x, const Shape& target) {
+    if (auto out = view_reshape(value(x), target)) return *out;
+    const std::string flat = solid(x);
+    if (flat != x)
+      if (auto out = view_reshape(value(flat), target)) return *out;
+    not_a_view(value(x).shape, target);
+  }
+
+  // The reshape as a view of v's layout, or nothing when the sizes do not line up.
+  std::optional<Value> view_reshape(const Value& v, const Shape& target) {
     if (product(v.shape) != product(target))
       fail_node(fmt::format("cannot reshape {} ({} elements) to {}", shape_str(v.shape), product(v.shape), shape_str(target)));
     View view = v.view ? *v.view : identity_view(v.shape);
@@ -487,12 +547,6 @@ class Importer {
       }
     std::vector<std::vector<int>> groups;
     std::size_t pos = 0;
-    auto not_a_view = [&]() {
-      fail_node(fmt::format("reshape from {} to {} is not a layout view: the sizes of old and new dimensions do not "
-                            "divide each other. Supported: splitting a dimension into several, merging adjacent "
-                            "dimensions (read by plain axes only), and adding or removing dimensions of size 1",
-                            shape_str(v.shape), shape_str(target)));
-    };
     for (std::int64_t t : target) {
       if (t == 1) {
         auto u = std::find_if(units.begin(), units.end(), [&](const auto& x) { return x.first == pos && x.second >= 0; });
@@ -508,16 +562,16 @@ class Importer {
       std::vector<int> grp;
       std::int64_t need = t;
       while (need > 1) {
-        if (pos >= flat.size()) not_a_view();
+        if (pos >= flat.size()) return std::nullopt;
         const int f = flat[pos];
         const std::int64_t e = view.fine[f];
         if (e <= need) {
-          if (need % e != 0) not_a_view();
+          if (need % e != 0) return std::nullopt;
           grp.push_back(f);
           need /= e;
           ++pos;
         } else {
-          if (e % need != 0) not_a_view();
+          if (e % need != 0) return std::nullopt;
           // f = (e/need) * outer + inner
           const int outer = static_cast<int>(view.fine.size());
           const int inner = outer + 1;
@@ -562,29 +616,45 @@ class Importer {
   }
 
   // ---- emitting operators ---------------------------------------------------------------------
+  // The axes that split into parts to read input k's merged dimensions, or nothing when k cannot
+  // be read that way: a merged dimension read by a window (a convolution's 'a2+r1'), or merged
+  // in another way than an earlier input merged the same axis (56 as 8 x 7 here, 7 x 8 there).
+  std::optional<std::map<std::size_t, std::pair<std::string, std::vector<std::int64_t>>>> merged_reads(
+      const OpBuild& b, std::size_t k, const std::map<std::string, std::vector<std::int64_t>>& split) {
+    std::map<std::size_t, std::pair<std::string, std::vector<std::int64_t>>> out;  // dim -> (axis, parts)
+    const Value& v = value(b.in[k].value);
+    if (!v.view) return out;
+    for (std::size_t i = 0; i < v.view->groups.size(); ++i) {
+      const auto& grp = v.view->groups[i];
+      if (grp.size() < 2) continue;
+      const Index& ix = b.in[k].idx[i];
+      if (!ix.plain()) return std::nullopt;
+      std::vector<std::int64_t> parts;
+      for (int f : grp) parts.push_back(v.view->fine[f]);
+      const std::string& a = ix.terms[0].axis;
+      auto it = split.find(a);
+      if (it != split.end() && it->second != parts) return std::nullopt;
+      for (const auto& [d, prev] : out)
+        if (prev.first == a && prev.second != parts) return std::nullopt;
+      out[i] = {a, parts};
+    }
+    return out;
+  }
+
   void emit(OpBuild b) {
     // 1. Merged view dimensions: their reading axis is split into one axis per fine dimension.
+    // An input that cannot be read so is made solid first (a copy; see solid()).
     std::map<std::string, std::vector<std::int64_t>> split;  // axis -> extents of its parts
     std::map<std::pair<std::size_t, std::size_t>, std::string> merged_axis;  // (operand, dim) -> axis
     for (std::size_t k = 0; k < b.in.size(); ++k) {
-      const Value& v = value(b.in[k].value);
-      if (!v.view) continue;
-      for (std::size_t i = 0; i < v.view->groups.size(); ++i) {
-        const auto& grp = v.view->groups[i];
-        if (grp.size() < 2) continue;
-        const Index& ix = b.in[k].idx[i];
-        if (!ix.plain())
-          fail_node(fmt::format("input '{}' merges dimensions (a Reshape) and dimension {} is read with the index "
-                                "'{}'; merged dimensions can only be read by plain axes (not by convolution or "
-                                "pooling windows)", b.in[k].value, i, ix.str()));
-        std::vector<std::int64_t> parts;
-        for (int f : grp) parts.push_back(v.view->fine[f]);
-        const std::string& a = ix.terms[0].axis;
-        auto [it, fresh] = split.emplace(a, parts);
-        if (!fresh && it->second != parts)
-          fail_node(fmt::format("inputs merge dimension {} in incompatible ways ({} vs {})", i, shape_str(it->second),
-                                shape_str(parts)));
-        merged_axis[{k, i}] = a;
+      auto reads = merged_reads(b, k, split);
+      if (!reads) {
+        b.in[k].value = solid(b.in[k].value);
+        reads.emplace();
+      }
+      for (const auto& [i, axis_parts] : *reads) {
+        split.emplace(axis_parts.first, axis_parts.second);
+        merged_axis[{k, i}] = axis_parts.first;
       }
     }
     auto part_name = [](const std::string& a, std::size_t t) { return fmt::format("{}_{}", a, t); };
@@ -988,7 +1058,7 @@ class Importer {
       }
       for (std::size_t i = 0; i < target.size(); ++i)
         if (target[i] == 0) fail_node(fmt::format("target shape entry {} is 0", i));
-      values_[output()] = reshape(v, target);
+      values_[output()] = reshape_input(need_input(0), target);
     } else if (t == "Flatten") {
       const Value& v = value(need_input(0));
       const auto r = static_cast<std::int64_t>(v.shape.size());
@@ -996,7 +1066,7 @@ class Importer {
       if (axis < -r || axis > r) fail_node(fmt::format("axis {} is out of range for rank {}", axis, r));
       if (axis < 0) axis += r;
       const auto mid = v.shape.begin() + axis;
-      values_[output()] = reshape(v, {product(Shape(v.shape.begin(), mid)), product(Shape(mid, v.shape.end()))});
+      values_[output()] = reshape_input(need_input(0), {product(Shape(v.shape.begin(), mid)), product(Shape(mid, v.shape.end()))});
     } else if (t == "Transpose") {
       const Value& v = value(need_input(0));
       Shape perm = attr_ints("perm").value_or(Shape{});
@@ -1217,6 +1287,10 @@ class Importer {
         set_constant(eye, id);
       }
       const std::string key = internal_key(fmt::format("{}.flat{}", x, pass));
+      if (values_.count(key)) {  // made solid for an earlier reader already
+        cur = key;
+        continue;
+      }
       OpBuild b = start(op_name(fmt::format(".flat{}", pass)), key, fmt::format("{}.flat", x), v.shape);
       b.extent["r0"] = m;
       std::vector<Index> ix = plain_idx(b.out_axes);

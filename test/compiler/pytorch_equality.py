@@ -3,8 +3,9 @@
 
 Usage: /usr/bin/python3 test/compiler/pytorch_equality.py TESSERA SOURCE_DIR
 
-For three small models (a CNN with batch norm and a depthwise convolution, a transformer encoder
-layer, a GPT block with a causal mask), fixed seeds: export to ONNX with Debian's python3-torch,
+For four small models (a CNN with batch norm and a depthwise convolution, a transformer encoder
+layer, a GPT block with a causal mask, a one-block MaxViT whose window and grid partitions split
+an 8-wide feature map as 2 x 4 and as 4 x 2), fixed seeds: export to ONNX with Debian's python3-torch,
 run PyTorch on a random input, run `tessera run --functional --inputs` with both planners on a
 64-core version of configs/ipu-mk2.json, and compare tessera's outputs with PyTorch's:
 max |tessera - torch| / (1 + |torch|) must be at most 1e-3. The reference is PyTorch itself.
@@ -19,6 +20,7 @@ import warnings
 
 import torch
 import torch.nn as nn
+import torchvision
 
 warnings.filterwarnings("ignore")
 TOLERANCE = 1e-3
@@ -71,7 +73,25 @@ def models():
     enc = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True)
     return [("cnn_bn_depthwise", cnn, torch.randn(2, 3, 8, 8)),
             ("transformer_encoder_layer", enc, torch.randn(1, 8, 32)),
-            ("gpt_block_causal", GPTBlock(), torch.randn(1, 8, 32))]
+            ("gpt_block_causal", GPTBlock(), torch.randn(1, 8, 32)),
+            ("maxvit_block", maxvit(), torch.randn(1, 3, 32, 32))]
+
+
+def maxvit():
+    """One MaxViT block on an 8 x 8 map with 4 x 4 partitions: the grid attention re-splits the
+    window attention's merged dimensions another way (a reshape that is not a view of a view)."""
+    torch.manual_seed(2)
+    m = torchvision.models.MaxVit(input_size=(32, 32), stem_channels=8, partition_size=4, block_channels=[16],
+                                  block_layers=[1], head_dim=8, stochastic_depth_prob=0.0, num_classes=5)
+    # weights of unit gain (torchvision's std 0.02 leaves activations near 1e-3, where a wrong
+    # partition would hide under the tolerance), and the feature map, not the pooled classifier
+    # output, so that a wrong partition shows
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, (nn.Conv2d, nn.Linear)):
+                fan_in = mod.weight[0].numel()
+                mod.weight.normal_(0.0, 1.0 / math.sqrt(fan_in))
+    return nn.Sequential(m.stem, *m.blocks)
 
 
 def main():

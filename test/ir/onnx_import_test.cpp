@@ -215,9 +215,27 @@ TEST_CASE("ONNX import errors name the file, the node and what is supported", "[
                     StartsWith(problems + ": 2 problems (1 Softmax, 1 TopK); nodes that only depend on them are not "
                                "listed:\n  node 'top_k' (TopK): unsupported operator") &&
                         Contains("\n  node 'sm0' (Softmax): axis 0 is not the last axis") && !Contains("after_topk"));
-  CHECK_THROWS_WITH(import_onnx(model("merge_window")),
-                    Contains("node 'conv' (Conv): input 'xm' merges dimensions (a Reshape) and dimension 2 is read with "
-                             "the index 'a2+r1-1'; merged dimensions can only be read by plain axes"));
+}
+
+TEST_CASE("ONNX merged dimensions read by a window or re-split another way are made solid first", "[onnx]") {
+  // x [1,3,4,4,16] -> Reshape [1,3,16,16] merges (4,4); a 3x3 convolution cannot read the merged
+  // row through its window (a2+r1-1), so one operator first copies it into a plain row: a product
+  // with the 16x16 identity, which reads the merged row by the split reduction axis.
+  const Workload w = import_onnx(model("merge_window"));
+  std::vector<std::string> texts;
+  for (const auto& op : w.ops()) texts.push_back(op.expr.text);
+  const std::vector<std::string> want = {
+      "xm.flat[a0,a1,a2,a3] += x[a0,a1,r0_0,r0_1,a3] * identity_16[4*r0_0+r0_1,a2]",
+      "y[a0,a1,a2,a3] += xm.flat[a0,r0,a2+r1-1,a3+r2-1] * w[a1,r0,r1,r2]"};
+  CHECK(texts == want);
+  // x [1,2,3] -> [1,6] -> [1,3,2]: 6 read as 2 x 3 cannot be split as 3 x 2 by a view (no axis of
+  // the second split lines up with the first), so the merged 6 is copied into a plain row, whose
+  // split is a view: y[0,i,j] = x at flat position 2i+j.
+  const Workload r = import_onnx(model("resplit"));
+  texts.clear();
+  for (const auto& op : r.ops()) texts.push_back(op.expr.text);
+  CHECK(texts == std::vector<std::string>{"xm.flat[a0,a1] += x[a0,r0_0,r0_1] * identity_6[3*r0_0+r0_1,a1]",
+                                          "y[a0,a1,a2] = relu(xm.flat[a0,2*a1+a2])"});
 }
 
 TEST_CASE("ONNX symbolic dimensions take --dim values; Erf on its own", "[onnx]") {
