@@ -14,6 +14,7 @@
 #include "cli/cost_cmd.h"
 #include "cli/traffic_cmd.h"
 #include "cli/collective_cmd.h"
+#include "cli/sweep_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
 #include "sim/results/results.h"
@@ -182,6 +183,12 @@ int main(int argc, char** argv) {
                                                       "all-to-all) between the chips of a system: time and bandwidth");
   tessera::cli::add_collective_options(collective, colla);
 
+  tessera::cli::SweepArgs sweepa;
+  auto* sweep = app.add_subcommand("sweep", "run every point of a sweep spec (config fields, workloads, planners, "
+                                            "options) as its own process, locally or on Slurm; results.jsonl and "
+                                            "results.csv (docs/sweep.md)");
+  tessera::cli::add_sweep_options(sweep, sweepa);
+
   auto* bench = app.add_subcommand("bench", "benchmarks that print speed figures");
   bench->require_subcommand(1);
   tessera::cli::BenchOptions bopt;
@@ -233,6 +240,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return tessera::cli::validate_cmd(vala);
     if (traffic->parsed()) return tessera::cli::traffic_cmd(traffica);
     if (collective->parsed()) return tessera::cli::collective_cmd(colla);
+    if (sweep->parsed()) return tessera::cli::sweep_cmd(sweepa);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);
       return 0;
