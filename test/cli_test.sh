@@ -117,19 +117,19 @@ check "running out of host memory is a named error" "[ $? -eq 1 ] && grep -q 'ra
 # tessera sweep: the shipped example runs every point; a point at the base config's values gives
 # what a plain run gives (nerf on mesh-8x8 with t10: 3663 cycles); a sweep killed with SIGKILL
 # and resumed ends with the same files as one that ran through; a bad point is recorded.
-"$tessera" sweep "$src/sweeps/mesh-nerf.yaml" --out "$tmp/swA" --jobs 2 --quiet >"$tmp/out" 2>&1
+"$tessera" sweep "$src/workloads/sweeps/mesh-nerf.yaml" --out "$tmp/swA" --jobs 2 --quiet >"$tmp/out" 2>&1
 check "sweep: 32 points ok" "[ $? -eq 0 ] && grep -q '32 points: 32 ok, 0 failed' $tmp/out && [ \$(wc -l < $tmp/swA/results.jsonl) -eq 32 ]"
 check "sweep: the base point has the plain run's cycles" \
   "grep -q '\"link_bytes_per_cycle\":16,\"planner\":\"t10\",\"sram_bytes\":262144' $tmp/swA/results.jsonl && grep '\"link_bytes_per_cycle\":16,\"planner\":\"t10\",\"sram_bytes\":262144' $tmp/swA/results.jsonl | grep -q '\"total_cycles\":3663'"
-"$tessera" sweep "$src/sweeps/mesh-nerf.yaml" --out "$tmp/swB" --jobs 1 --quiet >/dev/null 2>&1 &
+"$tessera" sweep "$src/workloads/sweeps/mesh-nerf.yaml" --out "$tmp/swB" --jobs 1 --quiet >/dev/null 2>&1 &
 sweep_pid=$!
 for _ in $(seq 1 400); do [ -f "$tmp/swB/results.jsonl" ] && [ "$(wc -l < "$tmp/swB/results.jsonl")" -ge 3 ] && break; sleep 0.01; done
 kill -9 $sweep_pid; wait $sweep_pid 2>/dev/null
 partial=$(wc -l < "$tmp/swB/results.jsonl")
 check "sweep: killed part way ($partial of 32 points)" "[ $partial -ge 3 ] && [ $partial -lt 32 ]"
-"$tessera" sweep "$src/sweeps/mesh-nerf.yaml" --out "$tmp/swB" --quiet >"$tmp/out" 2>&1
+"$tessera" sweep "$src/workloads/sweeps/mesh-nerf.yaml" --out "$tmp/swB" --quiet >"$tmp/out" 2>&1
 check "sweep: without --resume an existing sweep is not overwritten" "[ $? -eq 1 ] && grep -q 'already holds a sweep' $tmp/out"
-"$tessera" sweep "$src/sweeps/mesh-nerf.yaml" --out "$tmp/swB" --resume --jobs 2 >"$tmp/out" 2>&1
+"$tessera" sweep "$src/workloads/sweeps/mesh-nerf.yaml" --out "$tmp/swB" --resume --jobs 2 >"$tmp/out" 2>&1
 check "sweep: resume runs only the rest" "[ $? -eq 0 ] && grep -q \"$partial of 32 points finished earlier; \$((32 - partial)) to run\" $tmp/out"
 check "sweep: killed and resumed = run through (results.jsonl, results.csv)" \
   "cmp -s $tmp/swA/results.jsonl $tmp/swB/results.jsonl && cmp -s $tmp/swA/results.csv $tmp/swB/results.csv"
