@@ -104,6 +104,16 @@ std::vector<Json> log_range(const JsonReader& r) {
   return out;
 }
 
+// JSON kinds that may stand for one another in a config field (an integer where a fraction was).
+const char* kind_of(const Json& v) {
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_array()) return "list";
+  if (v.is_object()) return "object";
+  return "null";
+}
+
 std::string default_name(const Axis& a) {
   if (!a.option.empty()) {
     std::string n = a.option.substr(a.option.find_first_not_of('-'));
@@ -146,6 +156,14 @@ Axis parse_axis(const JsonReader& r, const Json& json, const Spec& spec) {
     a.values = linear_range(r.object("range"));
   } else {
     a.values = log_range(r.object("log_range"));
+  }
+  if (!a.pointer.empty()) {  // the base config's field says what a value must be
+    const Json& base = spec.base_config.at(Json::json_pointer(a.pointer));
+    for (std::size_t i = 0; i < a.values.size(); ++i)
+      if (kind_of(a.values[i]) != kind_of(base))
+        r.fail(r.has("values") ? "values" : r.has("range") ? "range" : "log_range",
+               fmt::format("value {} ({}) is not a {} like the base config's '{}' ({})", i, a.values[i].dump(),
+                           kind_of(base), a.pointer, base.dump()));
   }
   a.name = r.string("name", default_name(a));
   if (!valid_name(a.name)) r.fail("name", fmt::format("'{}' is not a name (letters, digits, _)", a.name));

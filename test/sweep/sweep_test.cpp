@@ -121,6 +121,10 @@ TEST_CASE("bad sweep specs are errors naming the file and the field", "[sweep]")
                     Contains("'--out' is set by the sweep for each point"));
   CHECK_THROWS_WITH(bad(R"({"config": "base.json", "axes": [{"name": "status", "option": "--x", "values": [1]}]})"),
                     Contains("axis name 'status' is taken"));
+  CHECK_THROWS_WITH(bad(R"({"config": "base.json", "axes": [{"pointer": "/chip/cores", "values": [8, "16"]}]})"),
+                    Contains("axes[0].values: value 1 (\"16\") is not a number like the base config's '/chip/cores' (4)"));
+  CHECK_THROWS_WITH(bad(R"({"config": "base.json", "axes": [{"pointer": "/chip/cores", "values": []}]})"),
+                    Contains("axes[0].values: expected a non-empty list"));
   CHECK_THROWS_WITH(bad(R"({"config": "missing.json"})"), Contains("missing.json"));
   CHECK_THROWS_WITH(load_spec(t.write("bad.yaml", "axes: [unclosed\n")), Contains("bad.yaml: not valid YAML"));
 }
