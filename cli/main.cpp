@@ -17,6 +17,7 @@
 #include "cli/sweep_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
+#include "sim/common/host.h"
 #include "sim/results/results.h"
 #include "sim/program/program_file.h"
 #include "sim/simulate.h"
@@ -75,9 +76,8 @@ double limit_host_memory() {
       std::exit(1);
     }
   } else {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page <= 0) return 0;
-    gib = 0.9 * static_cast<double>(pages) * static_cast<double>(page) / (1024.0 * 1024 * 1024);
+    gib = 0.9 * tessera::physical_memory_gib();
+    if (gib <= 0) return 0;
   }
   rlimit r{};
   if (getrlimit(RLIMIT_AS, &r) != 0) return 0;

@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "sim/common/error.h"
+#include "sim/common/hash.h"
+#include "sim/common/host.h"
 
 namespace tessera::sweep {
 namespace fs = std::filesystem;
@@ -61,12 +63,7 @@ pid_t launch(const Spec& spec, const Point& p, const Store& store, const RunOpti
   fs::remove(args.back(), ec);  // a stale result from a killed run must not pass for this one
   const std::string log = store.path("logs/" + p.key + ".log");
   const std::string mem = fmt::format("{:.3f}", memory_gb);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw Error(fmt::format("cannot start a point: fork failed: {}", std::strerror(errno)));
-  if (pid == 0) {
+  const pid_t pid = spawn(args, [&] {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed sweep leaves no point running
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -78,10 +75,7 @@ pid_t launch(const Spec& spec, const Point& p, const Store& store, const RunOpti
     const rlimit lim{bytes, bytes};
     setrlimit(RLIMIT_AS, &lim);
     setenv("TESSERA_MEMORY_LIMIT_GB", mem.c_str(), 1);
-    execv(argv[0], argv.data());
-    dprintf(2, "tessera: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
+  });
   setpgid(pid, pid);
   return pid;
 }
@@ -147,11 +141,24 @@ void append_timing(const Store& store, const Json& row, double wall_s, const rus
 
 }  // namespace
 
+pid_t spawn(std::vector<std::string> args, const std::function<void()>& in_child) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(fmt::format("cannot start {}: fork failed: {}", args[0], std::strerror(errno)));
+  if (pid == 0) {
+    in_child();
+    execvp(argv[0], argv.data());
+    dprintf(2, "tessera: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
 double point_memory_gb(const Spec& spec, unsigned jobs) {
   if (spec.limits.memory_gb > 0) return spec.limits.memory_gb;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const double ram_gb = static_cast<double>(pages) * static_cast<double>(page) / (1024.0 * 1024 * 1024);
-  return 0.9 * ram_gb / std::max(1u, jobs);
+  return 0.9 * physical_memory_gib() / std::max(1u, jobs);
 }
 
 std::string self_executable() {
@@ -165,7 +172,7 @@ std::string build_id(const std::string& executable) {
   std::ifstream f(executable, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (bytes.empty()) throw Error(fmt::format("{}: cannot read the executable to identify its build", executable));
-  return hash_hex(bytes);
+  return fnv1a_hex(bytes);
 }
 
 RunSummary run_points(const Spec& spec, const std::vector<Point>& points, Store& store, const RunOptions& opt) {

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -39,17 +38,8 @@ bool on_path(const std::string& exe) {
   return false;
 }
 
-int run_and_wait(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw Error(fmt::format("cannot start sbatch: {}", std::strerror(errno)));
-  if (pid == 0) {
-    execvp(argv[0], argv.data());
-    dprintf(2, "tessera: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
+int run_and_wait(const std::vector<std::string>& args) {
+  const pid_t pid = spawn(args, [] {});
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

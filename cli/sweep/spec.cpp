@@ -12,6 +12,7 @@
 #include <set>
 
 #include "sim/common/error.h"
+#include "sim/common/hash.h"
 
 namespace tessera::sweep {
 namespace fs = std::filesystem;
@@ -263,7 +264,7 @@ Point make_point(const Spec& s, const std::vector<std::size_t>& choice, const st
   }
   p.options.insert(p.options.end(), s.args.begin(), s.args.end());
   const Json id{{"command", s.command}, {"config", p.config}, {"options", p.options}, {"build", build_id}};
-  p.key = hash_hex(id.dump());
+  p.key = fnv1a_hex(id.dump());
   return p;
 }
 
@@ -272,15 +273,6 @@ Point make_point(const Spec& s, const std::vector<std::size_t>& choice, const st
 const std::vector<std::string>& sweep_commands() {
   static const std::vector<std::string> c{"run", "simulate", "collective", "traffic"};
   return c;
-}
-
-std::string hash_hex(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
 }
 
 Spec load_spec(const std::string& path) {

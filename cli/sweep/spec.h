@@ -54,7 +54,4 @@ std::vector<Point> expand(const Spec& spec, const std::string& build_id);
 // The subcommands a sweep can run: each takes --config and writes a results JSON with --out.
 const std::vector<std::string>& sweep_commands();
 
-// 64-bit FNV-1a of a string, as 16 hex digits.
-std::string hash_hex(const std::string& text);
-
 }  // namespace tessera::sweep

@@ -1709,9 +1709,9 @@ class Importer {
     // that the group selects the input channels by an affine index,
     //   O[n,g,f,y,x] += X[n,(C/G)*g+c,..] * W[(F/G)*g+f,c,..],
     // and the ONNX value merges (g, f). A merged input channel dimension (ShuffleNet's channel
-    // shuffle) cannot take that index: it is made one dimension first.
+    // shuffle) cannot take that index: emit() makes it one dimension first.
     const bool grouped = groups > 1;
-    const std::string x = grouped ? solid(need_input(0)) : need_input(0);
+    const std::string x = need_input(0);
     Shape shape{sx[0]};
     if (grouped) shape.insert(shape.end(), {groups, sw[0] / groups});
     else shape.push_back(sw[0]);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/common/error.h"
+#include "sim/common/hash.h"
 
 namespace tessera::sim {
 
@@ -262,12 +263,7 @@ std::string fingerprint(const Json& json) {
   Json hw = json;
   hw.erase("name");
   hw.erase("description");
-  std::uint64_t h = 1469598103934665603ull;
-  for (const unsigned char ch : hw.dump()) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
+  return fnv1a_hex(hw.dump());
 }
 }  // namespace
 

@@ -41,6 +41,13 @@ std::string model(const std::string& name) {
   return (d.dir / (name + ".onnx")).string();
 }
 
+// Every operator's expression text, in order.
+std::vector<std::string> op_texts(const Workload& w) {
+  std::vector<std::string> texts;
+  for (const auto& o : w.ops()) texts.push_back(o.expr.text);
+  return texts;
+}
+
 const Operator& op(const Workload& w, const std::string& name) {
   for (const auto& o : w.ops())
     if (o.name == name) return o;
@@ -222,19 +229,15 @@ TEST_CASE("ONNX merged dimensions read by a window or re-split another way are m
   // row through its window (a2+r1-1), so one operator first copies it into a plain row: a product
   // with the 16x16 identity, which reads the merged row by the split reduction axis.
   const Workload w = import_onnx(model("merge_window"));
-  std::vector<std::string> texts;
-  for (const auto& op : w.ops()) texts.push_back(op.expr.text);
   const std::vector<std::string> want = {
       "xm.flat[a0,a1,a2,a3] += x[a0,a1,r0_0,r0_1,a3] * identity_16[4*r0_0+r0_1,a2]",
       "y[a0,a1,a2,a3] += xm.flat[a0,r0,a2+r1-1,a3+r2-1] * w[a1,r0,r1,r2]"};
-  CHECK(texts == want);
+  CHECK(op_texts(w) == want);
   // x [1,2,3] -> [1,6] -> [1,3,2]: 6 read as 2 x 3 cannot be split as 3 x 2 by a view (no axis of
   // the second split lines up with the first), so the merged 6 is copied into a plain row, whose
   // split is a view: y[0,i,j] = x at flat position 2i+j.
   const Workload r = import_onnx(model("resplit"));
-  texts.clear();
-  for (const auto& op : r.ops()) texts.push_back(op.expr.text);
-  CHECK(texts == std::vector<std::string>{"xm.flat[a0,a1] += x[a0,r0_0,r0_1] * identity_6[3*r0_0+r0_1,a1]",
+  CHECK(op_texts(r) == std::vector<std::string>{"xm.flat[a0,a1] += x[a0,r0_0,r0_1] * identity_6[3*r0_0+r0_1,a1]",
                                           "y[a0,a1,a2] = relu(xm.flat[a0,2*a1+a2])"});
 }
 
@@ -258,8 +261,6 @@ TEST_CASE("ONNX shape arithmetic folds away at import", "[onnx]") {
 
 TEST_CASE("ONNX data ops: Slice, Concat, Where on a mask, Sigmoid, Clip, ReduceMean, Pow", "[onnx]") {
   const Workload w = import_onnx(model("dataops"));
-  std::vector<std::string> texts;
-  for (const auto& op : w.ops()) texts.push_back(op.expr.text);
   // columns 2..5 of x; x then the slice (read 8 columns back, absent before); the mask adds 0
   // on even columns and -inf on odd ones; the clip is a max then a min; the mean over columns.
   const std::vector<std::string> want = {
@@ -271,7 +272,7 @@ TEST_CASE("ONNX data ops: Slice, Concat, Where on a mask, Sigmoid, Clip, ReduceM
       "cl[a0,a1] = cl.0[a0,a1] min 0.75",
       "rm[a0] avg= cl[a0,r0]",
       "y[a0,a1] = rm[a0] pow 2"};  // y is [2,1]: the unit dimension of the kept mean is not read
-  CHECK(texts == want);
+  CHECK(op_texts(w) == want);
   CHECK(w.tensor("xc").shape == std::vector<std::int64_t>{2, 12});
   CHECK(w.tensor("xw.mask").shape == std::vector<std::int64_t>{12});
   CHECK(w.parameter_count() == 12);  // the mask; the scalars are numbers in the expressions
