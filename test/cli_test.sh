@@ -140,6 +140,15 @@ SPEC
 "$tessera" sweep "$tmp/bad-point.json" --out "$tmp/swC" >"$tmp/out" 2>&1
 check "sweep: a bad point is recorded with its error and the sweep goes on" \
   "[ $? -eq 0 ] && grep -q '2 points: 1 ok, 1 failed' $tmp/out && grep -q '\"status\":\"error\"' $tmp/swC/results.jsonl && grep -q 'sram_bytes' $tmp/swC/results.csv"
+# The shipped faults spec: past the time limit, out of memory, a bad config field; the rest finish.
+"$tessera" sweep "$src/workloads/sweeps/faults.yaml" --out "$tmp/swF" --jobs 2 --quiet >"$tmp/out" 2>&1
+row() { grep "\"point\":$1," "$tmp/swF/results.jsonl"; }
+check "sweep: faults.yaml finishes 3 points and names 3 failures" \
+  "[ $? -eq 0 ] && grep -q '6 points: 3 ok, 3 failed' $tmp/out"
+check "sweep: a point past its time limit is a timeout" "row 2 | grep -q '\"error\":\"stopped after 5 s (limits.time_s)\"'"
+check "sweep: a point out of memory names the limit" "row 3 | grep -q 'ran out of host memory (limit 2.0 GiB'"
+check "sweep: a bad config field is named" "row 4 | grep -q 'link_efficiency: expected a share in (0, 1\]'"
+check "sweep: the other points are ok" "row 0 | grep -q '\"status\":\"ok\"' && row 1 | grep -q '\"status\":\"ok\"' && row 5 | grep -q '\"status\":\"ok\"'"
 printf '{"config": "%s/configs/mesh-8x8.json", "axes": [{"pointer": "/chip/cores", "valuez": [1]}]}' "$src" >"$tmp/bad-spec.json"
 "$tessera" sweep "$tmp/bad-spec.json" --out "$tmp/swD" >"$tmp/out" 2>&1
 check "sweep: a bad spec is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'bad-spec.json: axes\[0\]' $tmp/out"

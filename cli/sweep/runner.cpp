@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 
 #include "sim/common/error.h"
 #include "sim/common/hash.h"
@@ -139,6 +138,26 @@ void append_timing(const Store& store, const Json& row, double wall_s, const rus
                    row["status"].get<std::string>(), wall_s, cpu, static_cast<double>(ru.ru_maxrss) / 1024.0);
 }
 
+// Kills the points past their time limit, then sleeps until a child ends (SIGCHLD, blocked by the
+// caller), the earliest remaining limit, or a signal; at most a second.
+void wait_for_a_point(std::vector<Running>& running, double time_s, const sigset_t& chld) {
+  const auto now = std::chrono::steady_clock::now();
+  double sleep_s = 1.0;
+  for (auto& r : running) {
+    const double left = time_s - std::chrono::duration<double>(now - r.start).count();
+    if (r.timed_out) continue;
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(-r.pid, SIGKILL);
+    } else {
+      sleep_s = std::min(sleep_s, left);
+    }
+  }
+  const long ns = std::max(1000000L, static_cast<long>(sleep_s * 1e9));
+  const timespec ts{ns / 1000000000L, ns % 1000000000L};
+  sigtimedwait(&chld, nullptr, &ts);
+}
+
 }  // namespace
 
 pid_t spawn(std::vector<std::string> args, const std::function<void()>& in_child) {
@@ -148,6 +167,9 @@ pid_t spawn(std::vector<std::string> args, const std::function<void()>& in_child
   const pid_t pid = fork();
   if (pid < 0) throw Error(fmt::format("cannot start {}: fork failed: {}", args[0], std::strerror(errno)));
   if (pid == 0) {
+    sigset_t none;  // the runner blocks SIGCHLD to wait for it; the child starts with nothing blocked
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     in_child();
     execvp(argv[0], argv.data());
     dprintf(2, "tessera: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
@@ -192,6 +214,12 @@ RunSummary run_points(const Spec& spec, const std::vector<Point>& points, Store&
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   g_stop_signal = 0;
+  // SIGCHLD stays pending while blocked, so the loop sleeps in sigtimedwait until a point ends, the
+  // next time limit falls due or a stop signal arrives (EINTR): no polling delay after each point.
+  sigset_t chld, old_mask;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old_mask);
   RunSummary sum;
   Progress progress(points.size(), opt.progress);
   std::vector<Running> running;
@@ -205,13 +233,7 @@ RunSummary run_points(const Spec& spec, const std::vector<Point>& points, Store&
     rusage ru{};
     const pid_t pid = wait4(-1, &status, WNOHANG, &ru);
     if (pid <= 0) {
-      const auto now = std::chrono::steady_clock::now();
-      for (auto& r : running)
-        if (!r.timed_out && std::chrono::duration<double>(now - r.start).count() > spec.limits.time_s) {
-          r.timed_out = true;
-          kill(-r.pid, SIGKILL);
-        }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      wait_for_a_point(running, spec.limits.time_s, chld);
       continue;
     }
     auto it = std::find_if(running.begin(), running.end(), [&](const Running& r) { return r.pid == pid; });
@@ -237,6 +259,7 @@ RunSummary run_points(const Spec& spec, const std::vector<Point>& points, Store&
     for (const auto& r : running) kill(-r.pid, SIGKILL);
     for (const auto& r : running) waitpid(r.pid, nullptr, 0);
   }
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   return sum;

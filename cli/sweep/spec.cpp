@@ -115,6 +115,39 @@ const char* kind_of(const Json& v) {
   return "null";
 }
 
+// The fields a pointer names in `doc`: itself, or with "*" segments every element (array) or
+// member (object) there. Lets one axis set a field of every dimension of a system.
+std::vector<Json::json_pointer> matching_fields(const Json& doc, const std::string& pattern) {
+  std::vector<std::string> segs;
+  for (std::size_t at = 1; at <= pattern.size();) {  // pattern is "" or starts with '/'
+    const std::size_t next = std::min(pattern.find('/', at), pattern.size());
+    segs.push_back(pattern.substr(at, next - at));
+    at = next + 1;
+  }
+  std::vector<Json::json_pointer> found;
+  std::vector<std::pair<Json::json_pointer, const Json*>> frontier{{Json::json_pointer(), &doc}};
+  for (std::size_t i = 0; i < segs.size() && !frontier.empty(); ++i) {
+    std::vector<std::pair<Json::json_pointer, const Json*>> next;
+    for (const auto& [ptr, node] : frontier) {
+      if (segs[i] == "*") {
+        if (node->is_array())
+          for (std::size_t k = 0; k < node->size(); ++k) next.emplace_back(ptr / k, &(*node)[k]);
+        else if (node->is_object())
+          for (const auto& [key, child] : node->items()) next.emplace_back(ptr / key, &child);
+        continue;
+      }
+      const Json::json_pointer one = ptr / Json::json_pointer("/" + segs[i]);  // throws on a bad escape
+      try {
+        if (doc.contains(one)) next.emplace_back(one, &doc.at(one));
+      } catch (const Json::exception&) {  // a name where a list index belongs: no such field
+      }
+    }
+    frontier = std::move(next);
+  }
+  for (const auto& f : frontier) found.push_back(f.first);
+  return found;
+}
+
 std::string default_name(const Axis& a) {
   if (!a.option.empty()) {
     std::string n = a.option.substr(a.option.find_first_not_of('-'));
@@ -125,23 +158,27 @@ std::string default_name(const Axis& a) {
 }
 
 Axis parse_axis(const JsonReader& r, const Json& json, const Spec& spec) {
-  static const std::set<std::string> known{"name", "pointer", "option", "values", "range", "log_range", "zip"};
+  static const std::set<std::string> known{"name",  "pointer",   "option", "values",
+                                           "range", "log_range", "labels", "zip"};
   for (const auto& [k, v] : json.items())  // a typo is named before it makes another check fail
     if (!known.count(k))
-      r.fail(k, "unknown key (an axis has name, pointer or option, values, range or log_range, zip)");
+      r.fail(k, "unknown key (an axis has name, pointer or option, values, range or log_range, labels, zip)");
   Axis a;
   a.pointer = r.string("pointer", "");
   a.option = r.string("option", "");
   if (a.pointer.empty() == a.option.empty()) r.fail("pointer", "give one of 'pointer' (a config field) and 'option'");
   if (!a.option.empty() && a.option.rfind("--", 0) != 0)
     r.fail("option", fmt::format("expected a long option such as --batch, got '{}'", a.option));
+  std::vector<Json::json_pointer> fields;
   if (!a.pointer.empty()) {
     try {
-      if (!spec.base_config.contains(Json::json_pointer(a.pointer)))
-        r.fail("pointer", fmt::format("'{}' is not a field of the base config {}", a.pointer, spec.config_path));
-    } catch (const Json::exception& e) {
+      if (a.pointer[0] != '/') throw std::invalid_argument("it must start with '/'");
+      fields = matching_fields(spec.base_config, a.pointer);
+    } catch (const std::exception& e) {
       r.fail("pointer", fmt::format("'{}' is not a JSON pointer ({})", a.pointer, e.what()));
     }
+    if (fields.empty())
+      r.fail("pointer", fmt::format("'{}' is not a field of the base config {}", a.pointer, spec.config_path));
   }
   const int kinds = r.has("values") + r.has("range") + r.has("log_range");
   if (kinds != 1) r.fail("values", "give one of 'values', 'range' and 'log_range'");
@@ -158,13 +195,24 @@ Axis parse_axis(const JsonReader& r, const Json& json, const Spec& spec) {
   } else {
     a.values = log_range(r.object("log_range"));
   }
-  if (!a.pointer.empty()) {  // the base config's field says what a value must be
-    const Json& base = spec.base_config.at(Json::json_pointer(a.pointer));
+  for (const auto& f : fields) {  // the base config's fields say what a value must be
+    const Json& base = spec.base_config.at(f);
     for (std::size_t i = 0; i < a.values.size(); ++i)
       if (kind_of(a.values[i]) != kind_of(base))
         r.fail(r.has("values") ? "values" : r.has("range") ? "range" : "log_range",
                fmt::format("value {} ({}) is not a {} like the base config's '{}' ({})", i, a.values[i].dump(),
-                           kind_of(base), a.pointer, base.dump()));
+                           kind_of(base), f.to_string(), base.dump()));
+  }
+  if (r.has("labels")) {
+    const Json& l = r.value("labels");
+    std::set<std::string> seen;
+    if (!l.is_array() || l.size() != a.values.size())
+      r.fail("labels", fmt::format("expected a list of {} names, one per value", a.values.size()));
+    for (const auto& x : l) {
+      if (!x.is_string() || !seen.insert(x.get<std::string>()).second)
+        r.fail("labels", "expected distinct strings, one per value");
+      a.labels.push_back(x.get<std::string>());
+    }
   }
   a.name = r.string("name", default_name(a));
   if (!valid_name(a.name)) r.fail("name", fmt::format("'{}' is not a name (letters, digits, _)", a.name));
@@ -178,7 +226,7 @@ void add_shorthand(const JsonReader& r, const char* key, const char* name, const
   if (!r.has(key)) return;
   const Json& v = r.value(key);
   if (!v.is_array() || v.empty()) r.fail(key, "expected a non-empty list");
-  Axis a{name, "", option, {}, ""};
+  Axis a{name, "", option, {}, {}, ""};
   for (const auto& x : v) {
     if (!(x.is_string() || x.is_number())) r.fail(key, "expected strings or numbers");
     a.values.push_back(x);
@@ -217,7 +265,8 @@ class Filter {
     if (s.filter.empty()) return;
     try {
       for (std::size_t i = 0; i < s.axes.size(); ++i) {
-        const bool numeric = std::all_of(s.axes[i].values.begin(), s.axes[i].values.end(),
+        const bool numeric = s.axes[i].labels.empty() &&
+                             std::all_of(s.axes[i].values.begin(), s.axes[i].values.end(),
                                          [](const Json& v) { return v.is_number() || v.is_boolean(); });
         parser_.DefineVar(numeric ? s.axes[i].name : s.axes[i].name + "_index", &vars_[i]);
       }
@@ -233,7 +282,10 @@ class Filter {
     if (!active_) return true;
     for (std::size_t i = 0; i < s.axes.size(); ++i) {
       const Json& v = s.axes[i].values[choice[i]];
-      vars_[i] = v.is_number() ? v.get<double>() : v.is_boolean() ? v.get<bool>() : static_cast<double>(choice[i]);
+      vars_[i] = !s.axes[i].labels.empty() ? static_cast<double>(choice[i])
+                 : v.is_number()             ? v.get<double>()
+                 : v.is_boolean()            ? v.get<bool>()
+                                             : static_cast<double>(choice[i]);
     }
     try {
       return parser_.Eval() != 0;
@@ -255,9 +307,14 @@ Point make_point(const Spec& s, const std::vector<std::size_t>& choice, const st
   for (std::size_t i = 0; i < s.axes.size(); ++i) {
     const Axis& a = s.axes[i];
     const Json& v = a.values[choice[i]];
-    p.values[a.name] = v;
-    if (!a.pointer.empty()) p.config[Json::json_pointer(a.pointer)] = v;
-    else {
+    p.values[a.name] = a.labels.empty() ? v : Json(a.labels[choice[i]]);
+    if (!a.pointer.empty()) {  // on the config as the earlier axes left it (a "*" sees their lists)
+      const auto fields = matching_fields(p.config, a.pointer);
+      if (fields.empty())
+        spec_error(s.path, fmt::format("axis '{}': '{}' names no field of the config once the axes before it are "
+                                       "set ({})", a.name, a.pointer, p.values.dump()));
+      for (const auto& f : fields) p.config[f] = v;
+    } else {
       p.options.push_back(a.option);
       p.options.push_back(arg_text(v));
     }

@@ -12,9 +12,10 @@ namespace tessera::sweep {
 // One swept quantity: a config field (`pointer`) or a command-line option (`option`).
 struct Axis {
   std::string name;     // column name in results; a filter variable when the values are numbers
-  std::string pointer;  // JSON pointer into the base config, or empty
+  std::string pointer;  // JSON pointer into the base config, or empty; a "*" segment: every element
   std::string option;   // command-line option ("--batch"), or empty
   std::vector<Json> values;
+  std::vector<std::string> labels;  // what results record for each value (default: the value itself)
   std::string zip;      // axes sharing a zip group vary together (equal lengths); empty: cartesian
 };
 

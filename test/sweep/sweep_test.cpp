@@ -76,6 +76,44 @@ TEST_CASE("sweep specs expand cartesian, zipped, ranged and filtered axes in ord
   CHECK(expand(s, "build-2")[3].key != points[3].key);
 }
 
+TEST_CASE("a labelled axis replaces a list; a * pointer then sets that field in every element", "[sweep]") {
+  TempDir t;
+  t.write("sys.json", R"({"dims": [{"size": 4, "bw": 10}, {"size": 4, "bw": 10}]})");
+  // topology: 2 labelled lists (a ring of 16 is one dimension, a 4x4 torus two); bw: 5, 20.
+  // Cartesian 2 x 2 = 4 points; the filter drops the torus at 20 (topology_index 1, bw 20).
+  const Spec s = parse_spec(Json::parse(R"J({
+    "config": "sys.json",
+    "axes": [
+      {"name": "topology", "pointer": "/dims", "labels": ["ring-16", "torus-4x4"],
+       "values": [[{"size": 16, "bw": 1}], [{"size": 4, "bw": 1}, {"size": 4, "bw": 1}]]},
+      {"name": "bw", "pointer": "/dims/*/bw", "values": [5, 20]}
+    ],
+    "filter": "topology_index == 0 || bw != 20"
+  })J"), (t.dir / "spec.json").string());
+  const auto points = expand(s, "b");
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].values == Json{{"topology", "ring-16"}, {"bw", 5}});
+  CHECK(points[0].config == Json::parse(R"({"dims": [{"size": 16, "bw": 5}]})"));
+  CHECK(points[1].config == Json::parse(R"({"dims": [{"size": 16, "bw": 20}]})"));
+  CHECK(points[2].values == Json{{"topology", "torus-4x4"}, {"bw", 5}});
+  CHECK(points[2].config == Json::parse(R"({"dims": [{"size": 4, "bw": 5}, {"size": 4, "bw": 5}]})"));
+  // A "*" that matches nothing, labels of the wrong count, a value of the wrong kind at one match.
+  auto bad = [&](const std::string& axes) {
+    return parse_spec(Json::parse(R"({"config": "sys.json", "axes": )" + axes + "}"), (t.dir / "spec.json").string());
+  };
+  CHECK_THROWS_WITH(bad(R"([{"pointer": "/dims/*/speed", "values": [1]}])"),
+                    Contains("axes[0].pointer: '/dims/*/speed' is not a field of the base config"));
+  CHECK_THROWS_WITH(bad(R"([{"pointer": "/dims", "values": [[], [{}]], "labels": ["a"]}])"),
+                    Contains("axes[0].labels: expected a list of 2 names"));
+  CHECK_THROWS_WITH(bad(R"([{"pointer": "/dims/*/bw", "values": ["fast"]}])"),
+                    Contains("is not a number like the base config's '/dims/0/bw' (10)"));
+  CHECK_THROWS_WITH(bad(R"([{"pointer": "dims", "values": [1]}])"), Contains("'dims' is not a JSON pointer"));
+  // An earlier axis can leave a later "*" nothing to set: named when the points are expanded.
+  CHECK_THROWS_WITH(expand(bad(R"([{"name": "t", "pointer": "/dims", "values": [[]], "labels": ["none"]},
+                                    {"pointer": "/dims/*/bw", "values": [1]}])"), "b"),
+                    Contains("axis 'bw': '/dims/*/bw' names no field of the config"));
+}
+
 TEST_CASE("sweep specs in YAML are the same points as in JSON", "[sweep]") {
   TempDir t;
   t.write("base.json", R"({"name": "base", "chip": {"cores": 4, "sram_bytes": 1024}})");
