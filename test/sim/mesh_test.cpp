@@ -33,6 +33,15 @@ TEST_CASE("mesh: corner to corner on mesh-10x12 pays the serialisation once", "[
   CHECK(test::total(test::run(cfg, one_message(0, 119, 256))) == 70);
 }
 
+TEST_CASE("mesh: a packet shorter than a cycle of the link takes one cycle per channel, no more", "[mesh]") {
+  // 16 or 32 bytes on 32 B/cycle channels: D = 1 (a channel carries at most one packet a cycle),
+  // so over 3 hops 1 + 2 + 9 = 12 for both. Fewer bytes never arrive later (before the fix, the
+  // head of the 16-byte packet waited for a tail that had left half a cycle earlier: 16 cycles).
+  CHECK(test::total(test::run(test::mesh_config(1, 4), one_message(0, 3, 32))) == 12);
+  CHECK(test::total(test::run(test::mesh_config(1, 4), one_message(0, 3, 16))) == 12);
+  CHECK(test::total(test::run(test::mesh_config(1, 4), one_message(0, 3, 1))) == 12);
+}
+
 TEST_CASE("mesh: packets of one message pipeline behind each other", "[mesh]") {
   // 4 packets over 3 hops: the last leaves 3 * 8 cycles after the first
   CHECK(test::total(test::run(test::mesh_config(1, 4), one_message(0, 3, 1024))) == 19 + 3 * 8);
