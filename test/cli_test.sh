@@ -114,6 +114,18 @@ check "--dim of a dimension the model lacks is an error" "[ $? -eq 1 ] && grep -
 check "malformed --dim is an error" "[ $? -eq 1 ] && grep -q \"expected NAME=VALUE\" $tmp/out"
 TESSERA_MEMORY_LIMIT_GB=1 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$tmp/torch/resnet18-op17.onnx" --functional >"$tmp/out" 2>"$tmp/err"
 check "running out of host memory is a named error" "[ $? -eq 1 ] && grep -q 'ran out of host memory (limit 1.0 GiB' $tmp/err"
+# Time order: the same program never gets slower when the mesh links get faster (NeRF on
+# mesh-8x8 at 2 ... 64 B/cycle; before the sub-cycle packet fix, 4 B/cycle beat 8 and 16 beat 32).
+"$tessera" compile --config "$src/configs/mesh-8x8.json" --workload nerf --out "$tmp/nerf.json" >/dev/null 2>&1
+prev=999999999; monotone=1
+for bw in 2 4 6 8 16 32 64; do
+  sed "s/\"link_bytes_per_cycle\": 16/\"link_bytes_per_cycle\": $bw/" "$src/configs/mesh-8x8.json" >"$tmp/mesh-$bw.json"
+  c=$("$tessera" simulate --config "$tmp/mesh-$bw.json" --program "$tmp/nerf.json" | sed -n 's/^total \([0-9]*\) cycles.*/\1/p')
+  [ -n "$c" ] && [ "$c" -le "$prev" ] || { monotone=0; echo "link $bw B/cycle: $c cycles after $prev"; }
+  prev=${c:-0}
+done
+check "mesh: faster links never make the same program slower" "[ $monotone -eq 1 ] && [ $prev -eq 3640 ]"
+
 # tessera sweep: the shipped example runs every point; a point at the base config's values gives
 # what a plain run gives (nerf on mesh-8x8 with t10: 3640 cycles); a sweep killed with SIGKILL
 # and resumed ends with the same files as one that ran through; a bad point is recorded.

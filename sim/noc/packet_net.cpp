@@ -393,13 +393,15 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   const std::uint64_t id = msg.id;
   if (pk.hop + 1 < pk.hops) {
     // The head reaches the next channel after this one's latency, but takes it no earlier than
-    // the next channel could stream the packet without waiting for its tail. The tail leaves at
-    // start + duration: `end_fp` is later for a packet shorter than a cycle (a channel takes one
-    // packet a cycle), and counting from it would make fewer bytes arrive later.
+    // the next channel could stream the packet without waiting for its tail. Both sides are as
+    // long as they are on the wire: the tail leaves at start + duration (`end_fp` is later for a
+    // packet shorter than a cycle), and the next channel holds the packet at least a cycle.
+    // Counting otherwise made fewer bytes, or a faster next link, arrive a cycle later.
     Channel& next = channels_[pk.route[pk.hop + 1].channel];
     const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
     const std::int64_t tail_fp = start_fp + dur_fp;
-    const std::int64_t ready_fp = std::max(start_fp + lat_fp, tail_fp + lat_fp - duration_fp(next, pk.bytes));
+    const std::int64_t next_fp = std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac);
+    const std::int64_t ready_fp = std::max(start_fp + lat_fp, tail_fp + lat_fp - next_fp);
     ++pk.hop;
     wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {p, kNil, Kind::Ready});
   } else {

@@ -40,6 +40,12 @@ TEST_CASE("mesh: a packet shorter than a cycle of the link takes one cycle per c
   CHECK(test::total(test::run(test::mesh_config(1, 4), one_message(0, 3, 32))) == 12);
   CHECK(test::total(test::run(test::mesh_config(1, 4), one_message(0, 3, 16))) == 12);
   CHECK(test::total(test::run(test::mesh_config(1, 4), one_message(0, 3, 1))) == 12);
+  // Links twice as fast as the 32 B/cycle interface: still D = 1 per channel, so still 12 (the
+  // head took the next link only once a tail it had already passed could have been streamed).
+  Json fast = test::mesh_config(1, 4);
+  fast["chip"]["mesh"]["link_bytes_per_cycle"] = 64;
+  CHECK(test::total(test::run(fast, one_message(0, 3, 16))) == 12);
+  CHECK(test::total(test::run(fast, one_message(0, 3, 32))) == 12);
 }
 
 TEST_CASE("mesh: packets of one message pipeline behind each other", "[mesh]") {
