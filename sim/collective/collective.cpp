@@ -261,9 +261,12 @@ class IdealEngine : public TransportListener {
       for (const auto& [m, when] : ready_) inject(m, when);
       ready_.clear();
     }
-    if (delivered_ != plan_.messages.size())
-      throw SimulationError(fmt::format("collective: {} of {} messages never arrived", plan_.messages.size() - delivered_,
-                                        plan_.messages.size()));
+    if (delivered_ != plan_.messages.size())  // what is stuck says whether the network or the plan is
+      throw SimulationError(fmt::format(
+          "collective: {} of {} messages never arrived ({} sent and not delivered, {} packets still in the network "
+          "at cycle {}: {}; the others wait for them)",
+          plan_.messages.size() - delivered_, plan_.messages.size(), injected_ - delivered_, net_.in_flight(),
+          last_, net_.stuck_report()));
     return last_;
   }
   PacketNetwork& net() { return net_; }
@@ -280,6 +283,7 @@ class IdealEngine : public TransportListener {
   void inject(std::uint32_t m, Cycles when) {
     const CollectiveMessage& msg = plan_.messages[m];
     const NetTopology& topo = net_.topology();
+    ++injected_;
     net_.inject(m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, when);
   }
 
@@ -287,7 +291,7 @@ class IdealEngine : public TransportListener {
   const CollectivePlan& plan_;
   std::vector<std::uint32_t> waiting_, children_first_, children_;
   std::vector<std::pair<std::uint32_t, Cycles>> ready_;
-  std::uint64_t delivered_ = 0;
+  std::uint64_t injected_ = 0, delivered_ = 0;
   Cycles last_ = 0;
 };
 

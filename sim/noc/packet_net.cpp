@@ -1,5 +1,7 @@
 #include "sim/noc/packet_net.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -291,14 +293,14 @@ PacketNetwork::Parked& PacketNetwork::parked(std::uint32_t b, std::uint32_t c) {
   auto& lists = buffers_[b].parked_for_room;
   for (Parked& p : lists)
     if (p.channel == c) return p;
-  lists.push_back(Parked{c, WaitQueue{}, {0, 0}});
+  lists.push_back(Parked{c, {}, {0, 0}});
   return lists.back();
 }
 
 void PacketNetwork::park_for_room(std::uint32_t c, const Waiting& w) {
   const Packet& pk = packets_[w.packet];
   const std::uint32_t b = pk.route[pk.hop].buffer;
-  parked(b, c).queue.insert(w);
+  parked(b, c).queue[pk.route[pk.hop].cls].insert(w);
   Buffer& buf = buffers_[b];
   ++buf.parked_room;
   if (buf.release_min != kNever) wake_for_room(b, buf.release_min);
@@ -328,16 +330,18 @@ void PacketNetwork::unpark_for_room(std::uint32_t b, Cycles t) {
   Buffer& buf = buffers_[b];
   settle(buf, t);
   for (Parked& p : buf.parked_for_room) {
-    while (!p.queue.empty()) {
-      const Waiting w = p.queue.front();
-      Packet& pk = packets_[w.packet];
-      const std::uint8_t cls = pk.route[pk.hop].cls;
-      if (buf.used[cls] + p.requeued[cls] + pk.bytes > buf.capacity) break;
-      p.requeued[cls] += pk.bytes;
-      pk.requeued_from = b;
-      p.queue.pop_front();
-      --buf.parked_room;
-      requeue(p.channel, w);
+    for (std::uint8_t cls = 0; cls < 2; ++cls) {
+      WaitQueue& q = p.queue[cls];
+      while (!q.empty()) {
+        const Waiting w = q.front();
+        Packet& pk = packets_[w.packet];
+        if (buf.used[cls] + p.requeued[cls] + pk.bytes > buf.capacity) break;
+        p.requeued[cls] += pk.bytes;
+        pk.requeued_from = b;
+        q.pop_front();
+        --buf.parked_room;
+        requeue(p.channel, w);
+      }
     }
   }
   if (buf.parked_room > 0 && buf.release_min != kNever) wake_for_room(b, buf.release_min);
@@ -449,6 +453,21 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
   if (listener_) listener_->sent(id, end);
   finish(m);
   next_packet(src, t);
+}
+
+std::string PacketNetwork::stuck_report() {
+  std::uint64_t at_channel = 0, full = 0, roomy = 0, for_read = 0;
+  for (const Channel& ch : channels_) at_channel += ch.waiting.size();
+  for (Buffer& b : buffers_) {
+    settle(b, kNever - 1);
+    for_read += b.parked_for_read.size();
+    for (const Parked& p : b.parked_for_room)
+      for (std::uint8_t cls = 0; cls < 2; ++cls)
+        for (const Waiting& w : p.queue[cls]) (b.used[cls] + packets_[w.packet].bytes > b.capacity ? full : roomy)++;
+  }
+  return fmt::format("{} waiting at a channel, {} set aside for room in a full buffer, {} for room in a buffer "
+                     "that has it, {} for a read port",
+                     at_channel, full, roomy, for_read);
 }
 
 void PacketNetwork::finish(std::uint32_t m) {

@@ -36,6 +36,9 @@ class PacketNetwork : public Transport {
   void advance(Cycles t) override;
   Cycles next_event() const override { return wheel_.empty() ? kNever : wheel_.next(); }
   std::uint64_t in_flight() const override { return live_packets_; }
+  // Where the packets still in the network wait (for deadlock reports): at a channel, set aside
+  // for room in a full buffer, set aside for room in a buffer that has it, set aside for a read.
+  std::string stuck_report();
   std::uint64_t hops() const override { return hops_; }
   void stats(std::vector<ChannelStats*>& out) override;
   void set_listener(TransportListener* l) override { listener_ = l; }
@@ -58,6 +61,9 @@ class PacketNetwork : public Transport {
   class WaitQueue {
    public:
     bool empty() const { return head_ == v_.size(); }
+    std::size_t size() const { return v_.size() - head_; }
+    const Waiting* begin() const { return v_.data() + head_; }
+    const Waiting* end() const { return v_.data() + v_.size(); }
     const Waiting& front() const { return v_[head_]; }
     void pop_front() {
       if (++head_ == v_.size()) {
@@ -97,9 +103,11 @@ class PacketNetwork : public Transport {
   };
   // Packets set aside for room in one buffer, bound for one channel; `requeued`: bytes of them
   // sent back to the channel and not yet taken or set aside again (room already promised).
+  // Per dateline class: a packet of one class never waits behind one of the other (that would
+  // join the two classes' buffers into one cycle again and deadlock a ring).
   struct Parked {
     std::uint32_t channel;
-    WaitQueue queue;
+    WaitQueue queue[2];
     Bytes requeued[2] = {0, 0};
   };
   struct Channel {
