@@ -82,6 +82,17 @@ void Store::append(const Json& row) {
   ::close(fd);
   if (n != static_cast<ssize_t>(line.size()))
     throw Error(fmt::format("{}: cannot append a result: {}", lines_, std::strerror(err)));
+  if (lines_ != path("results.jsonl")) return;  // a Slurm task's part: the gathering sweep writes the CSV
+  if (!csv_loaded_) {  // rows of an earlier run (--resume) and this one
+    for (auto& [key, r] : load()) csv_rows_.push_back(std::move(r));
+    csv_loaded_ = true;
+  } else {
+    csv_rows_.push_back(row);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (csv_written_ != std::chrono::steady_clock::time_point{} && now - csv_written_ < std::chrono::seconds(2)) return;
+  write_csv(csv_rows_);
+  csv_written_ = now;
 }
 
 void Store::finalize(const std::vector<Point>& points, const std::map<std::string, Json>& done) const {

@@ -1,8 +1,9 @@
 #pragma once
 // A sweep's results directory (docs/sweep.md): results.jsonl gains one line per finished point as
-// it finishes (one write on an O_APPEND descriptor), results.csv is rewritten (write, rename) with
-// it, and a finished sweep rewrites both in point order, so that an interrupted and resumed sweep
+// it finishes (one write on an O_APPEND descriptor), results.csv is rewritten (write, rename) at
+// most every 2 seconds while points finish, and a finished sweep rewrites both in point order, so that an interrupted and resumed sweep
 // ends with the same files as one that ran through.
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,7 +21,9 @@ class Store {
   // Finished points by key: results.jsonl and every parts/*.jsonl. A torn last line (the sweep
   // killed mid-write) is ignored; that point runs again.
   std::map<std::string, Json> load() const;
-  // Records one finished point (row: key, point, values, status, error, result).
+  // Records one finished point (row: key, point, values, status, error, result); in
+  // results.jsonl, also in results.csv if it is 2 s or more since the CSV was last written (a
+  // rewrite costs all rows: every point would make a long sweep quadratic).
   void append(const Json& row);
   // Rewrites results.jsonl and results.csv: one row per point of `points` in index order (a
   // point whose key another point ran shares its result), then rows of keys the spec no longer
@@ -34,6 +37,9 @@ class Store {
 
  private:
   std::string dir_, lines_;
+  std::vector<Json> csv_rows_;  // rows so far, for results.csv (loaded at the first append)
+  bool csv_loaded_ = false;
+  std::chrono::steady_clock::time_point csv_written_{};
 };
 
 // A point's row as it will stand in results.jsonl.

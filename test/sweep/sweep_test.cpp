@@ -199,6 +199,15 @@ esac
   CHECK(sum.failed == 3);
   const auto done = store.load();
   REQUIRE(done.size() == 4);
+  // Before the sweep ends, results.csv already holds at least the first finished point (it is
+  // rewritten at most every 2 s; the points here end within 1 s): a header and a row.
+  {
+    std::ifstream early(store.path("results.csv"));
+    std::string header, row;
+    CHECK(std::getline(early, header));
+    CHECK(std::getline(early, row));
+    CHECK(header.rfind("point,key,status,mode,error", 0) == 0);
+  }
   const Json& ok = done.at(points[0].key);
   CHECK(ok["status"] == "ok");
   CHECK(ok["result"] == Json{{"total_cycles", 42}, {"phase.compute", 7}});
