@@ -10,6 +10,10 @@ Usage: /usr/bin/python3 scripts/plot_sweep.py DIR_OR_CSV KIND ... [--out FILE.pn
                               speedup of each X over X = V (Y_baseline / Y), per value of A
   pareto X Y                  points by X and Y (both minimised), the Pareto front drawn
   table Y [--top N] [--max]   Markdown table of the N best points by Y (smallest, or --max)
+  grid ROWS COLS Z [--where A=V ...]
+                              Markdown table of Z with a row per value of ROWS (axes, comma-
+                              separated) and a column per value of COLS; a failed point shows
+                              its status; the other axes must be fixed by --where
 
 Only rows with status "ok" are used; the others are counted in the title. Matplotlib from
 Debian (python3-matplotlib); PNG or SVG by the output's extension (default DIR/<kind>.png).
@@ -130,6 +134,29 @@ def table(ok, a):
         print("| " + " | ".join([r[c] for c in cols] + [r[a.y]]) + " |")
 
 
+def grid(rows, a):
+    row_axes = a.rows.split(",")
+    need(rows, *row_axes, a.cols, a.z)
+    for w in a.where:
+        k, _, v = w.partition("=")
+        need(rows, k)
+        rows = [r for r in rows if r[k] == v or num(r[k]) == num(v)]
+    cols = sorted({r[a.cols] for r in rows}, key=sort_key)
+    keys = sorted({tuple(r[c] for c in row_axes) for r in rows}, key=lambda t: [sort_key(v) for v in t])
+    cells = {}
+    for r in rows:
+        k = (tuple(r[c] for c in row_axes), r[a.cols])
+        if k in cells:
+            same = [x for x in rows if (tuple(x[c] for c in row_axes), x[a.cols]) == k]
+            free = [c for c in axis_columns(rows) if len({x[c] for x in same}) > 1]
+            sys.exit(f"more than one point per cell: fix the axes {', '.join(free)} with --where AXIS=VALUE")
+        cells[k] = r[a.z] if r["status"] == "ok" else r["status"]
+    print("| " + " | ".join(row_axes) + " | " + " | ".join(f"{a.cols} {c}" for c in cols) + " |")
+    print("|" + "---|" * (len(row_axes) + len(cols)))
+    for k in keys:
+        print("| " + " | ".join(k) + " | " + " | ".join(cells.get((k, c), "") for c in cols) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results")
@@ -141,10 +168,14 @@ def main():
     p = sub.add_parser("pareto"); p.add_argument("x"); p.add_argument("y")
     p = sub.add_parser("table"); p.add_argument("y"); p.add_argument("--top", type=int, default=10)
     p.add_argument("--max", action="store_true")
+    p = sub.add_parser("grid"); p.add_argument("rows"); p.add_argument("cols"); p.add_argument("z")
+    p.add_argument("--where", action="append", default=[], metavar="AXIS=VALUE")
     for s in sub.choices.values():
         s.add_argument("--out")
     a = ap.parse_args()
     path, rows, ok = load(a.results)
+    if a.kind == "grid":
+        return grid(rows, a)
     if not ok:
         sys.exit(f"{path}: no point finished with status ok")
     if a.kind == "table":
