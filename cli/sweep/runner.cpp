@@ -138,6 +138,31 @@ void append_timing(const Store& store, const Json& row, double wall_s, const rus
                    row["status"].get<std::string>(), wall_s, cpu, static_cast<double>(ru.ru_maxrss) / 1024.0);
 }
 
+// While points run: SIGINT and SIGTERM stop the sweep (the handler sets g_stop_signal), and
+// SIGCHLD is blocked so that it stays pending: the loop sleeps in sigtimedwait until a point
+// ends, the next time limit falls due or a stop signal arrives (EINTR), with no polling delay.
+// Everything is restored when the scope ends, by return or by exception.
+struct SignalScope {
+  struct sigaction old_int {}, old_term {};
+  sigset_t chld{}, old_mask{};
+  SignalScope() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old_mask);
+  }
+  ~SignalScope() {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+};
+
 // Kills the points past their time limit, then sleeps until a child ends (SIGCHLD, blocked by the
 // caller), the earliest remaining limit, or a signal; at most a second.
 void wait_for_a_point(std::vector<Running>& running, double time_s, const sigset_t& chld) {
@@ -208,18 +233,8 @@ RunSummary run_points(const Spec& spec, const std::vector<Point>& points, Store&
     if (v.empty()) queue.push_back(i);
     v.push_back(i);
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  SignalScope signals;
   g_stop_signal = 0;
-  // SIGCHLD stays pending while blocked, so the loop sleeps in sigtimedwait until a point ends, the
-  // next time limit falls due or a stop signal arrives (EINTR): no polling delay after each point.
-  sigset_t chld, old_mask;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, &old_mask);
   RunSummary sum;
   Progress progress(points.size(), opt.progress);
   std::vector<Running> running;
@@ -233,7 +248,7 @@ RunSummary run_points(const Spec& spec, const std::vector<Point>& points, Store&
     rusage ru{};
     const pid_t pid = wait4(-1, &status, WNOHANG, &ru);
     if (pid <= 0) {
-      wait_for_a_point(running, spec.limits.time_s, chld);
+      wait_for_a_point(running, spec.limits.time_s, signals.chld);
       continue;
     }
     auto it = std::find_if(running.begin(), running.end(), [&](const Running& r) { return r.pid == pid; });
@@ -259,9 +274,6 @@ RunSummary run_points(const Spec& spec, const std::vector<Point>& points, Store&
     for (const auto& r : running) kill(-r.pid, SIGKILL);
     for (const auto& r : running) waitpid(r.pid, nullptr, 0);
   }
-  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   return sum;
 }
 
