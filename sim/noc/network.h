@@ -38,6 +38,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   // For deadlock reports: messages sent to `dst` and not received; packets still in the network.
   std::size_t pending(std::uint32_t dst) const { return unmatched_count_[dst]; }
   std::uint64_t in_flight() const { return transport_->in_flight(); }
+  std::string stuck_report() const { return transport_->stuck_report(); }
   std::uint64_t hops() const { return transport_->hops(); }
 
  private:

@@ -455,15 +455,16 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
   next_packet(src, t);
 }
 
-std::string PacketNetwork::stuck_report() {
+std::string PacketNetwork::stuck_report() const {
   std::uint64_t at_channel = 0, full = 0, roomy = 0, for_read = 0;
   for (const Channel& ch : channels_) at_channel += ch.waiting.size();
-  for (Buffer& b : buffers_) {
-    settle(b, kNever - 1);
+  for (const Buffer& b : buffers_) {
+    Bytes used[2] = {b.used[0], b.used[1]};  // with the room of every tail that has left
+    for (const Release& r : b.releases) used[r.cls] -= r.bytes;
     for_read += b.parked_for_read.size();
     for (const Parked& p : b.parked_for_room)
       for (std::uint8_t cls = 0; cls < 2; ++cls)
-        for (const Waiting& w : p.queue[cls]) (b.used[cls] + packets_[w.packet].bytes > b.capacity ? full : roomy)++;
+        for (const Waiting& w : p.queue[cls]) (used[cls] + packets_[w.packet].bytes > b.capacity ? full : roomy)++;
   }
   return fmt::format("{} waiting at a channel, {} set aside for room in a full buffer, {} for room in a buffer "
                      "that has it, {} for a read port",

@@ -38,7 +38,7 @@ class PacketNetwork : public Transport {
   std::uint64_t in_flight() const override { return live_packets_; }
   // Where the packets still in the network wait (for deadlock reports): at a channel, set aside
   // for room in a full buffer, set aside for room in a buffer that has it, set aside for a read.
-  std::string stuck_report();
+  std::string stuck_report() const override;
   std::uint64_t hops() const override { return hops_; }
   void stats(std::vector<ChannelStats*>& out) override;
   void set_listener(TransportListener* l) override { listener_ = l; }

@@ -49,6 +49,8 @@ class Transport {
   virtual Cycles next_event() const = 0;
   // Packets (or flits) inside the network now (for deadlock reports).
   virtual std::uint64_t in_flight() const = 0;
+  // Where those wait, in words, or "" when the level of detail does not say (deadlock reports).
+  virtual std::string stuck_report() const { return ""; }
   // Packet-hops (packet level) or flit-hops (flit level) simulated so far (for the benchmark).
   virtual std::uint64_t hops() const = 0;
   virtual void stats(std::vector<ChannelStats*>& out) = 0;

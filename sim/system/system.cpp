@@ -75,11 +75,14 @@ void System::check_finished() const {
       what = "is blocked";
     blocked += fmt::format("\n  core {} {} at {}", c->program().core, what, where);
   }
-  if (count)
+  if (count) {
+    const std::string where = network_.in_flight() ? network_.stuck_report() : "";
     throw SimulationError(fmt::format("deadlock at cycle {}: {} core(s) can never finish ({} packet(s) "
-                                      "stuck in the network):{}{}",
-                                      now_cycles(), count, network_.in_flight(), blocked,
+                                      "stuck in the network{}):{}{}",
+                                      now_cycles(), count, network_.in_flight(), where.empty() ? "" : ": " + where,
+                                      blocked,
                                       count > 16 ? fmt::format("\n  ... and {} more", count - 16) : ""));
+  }
 }
 
 Json System::results() const {
