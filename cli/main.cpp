@@ -257,14 +257,14 @@ int main(int argc, char** argv) {
     // Named, not a bare std::bad_alloc: what ran out, the limit, and what to change.
     std::string what;
     for (const auto* sub : app.get_subcommands()) what += (what.empty() ? "" : " ") + sub->get_name();
-    const bool functional = what == "run" || what == "simulate";
+    const bool has_functional_mode = what == "run" || what == "simulate";
     fmt::print(stderr, "tessera: error: '{}' ran out of host memory (limit {:.1f} GiB: {}). {}\n", what,
                memory_limit_gib,
                std::getenv("TESSERA_MEMORY_LIMIT_GB") ? "TESSERA_MEMORY_LIMIT_GB"
                                                       : "90% of this machine's RAM; TESSERA_MEMORY_LIMIT_GB sets it",
-               functional ? "Try a smaller batch or config; functional mode (--functional) unrolls every loop and "
-                            "carries every value, so run it on small configs only"
-                          : "Try a smaller size or config");
+               has_functional_mode ? "Try a smaller batch or config; functional mode (--functional) unrolls every "
+                                     "loop and carries every value, so run it on small configs only"
+                                   : "Try a smaller size or config");
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "tessera: error: {}\n", e.what());
