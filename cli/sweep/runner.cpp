@@ -169,8 +169,8 @@ void wait_for_a_point(std::vector<Running>& running, double time_s, const sigset
   const auto now = std::chrono::steady_clock::now();
   double sleep_s = 1.0;
   for (auto& r : running) {
-    const double left = time_s - std::chrono::duration<double>(now - r.start).count();
     if (r.timed_out) continue;
+    const double left = time_s - std::chrono::duration<double>(now - r.start).count();
     if (left <= 0) {
       r.timed_out = true;
       kill(-r.pid, SIGKILL);
