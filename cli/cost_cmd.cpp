@@ -17,12 +17,14 @@ void write_samples_csv(const std::string& path, const std::vector<cost::Sample>&
   if (!out) throw Error(fmt::format("{}: cannot write file", path));
   out << "class,shape,held_out,expr,plan";
   for (const char* f : cost::feature_names()) out << "," << f;
-  out << ",analytical_cycles,calibrated_cycles,simulated_cycles\n";
+  out << ",oracle_compute,oracle_shift,oracle_input,oracle_setup,analytical_cycles,calibrated_cycles,oracle_cycles,simulated_cycles\n";
   for (const auto& s : samples) {
     out << fmt::format("{},{},{},{},{}", s.cls, s.shape, s.held_out ? 1 : 0, cost::csv_quote(s.expr), cost::csv_quote(s.plan));
     for (double f : cost::features(s.terms)) out << fmt::format(",{}", f);
-    out << fmt::format(",{},{},{}\n", cost::analytical().predict(s.terms).total(), m.for_class(s.cls).predict(s.terms).total(),
-                       s.simulated_cycles);
+    const auto& o = s.terms.oracle;
+    out << fmt::format(",{},{},{},{}", o.compute, o.shift, o.input, o.setup);
+    out << fmt::format(",{},{},{},{}\n", cost::analytical().predict(s.terms).total(), m.for_class(s.cls).predict(s.terms).total(),
+                       cost::oracle().predict(s.terms).total(), s.simulated_cycles);
   }
   if (!out) throw Error(fmt::format("{}: write failed", path));
 }

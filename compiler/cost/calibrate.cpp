@@ -298,16 +298,20 @@ std::vector<plan::Plan> idle_choices(const ir::Workload& w, const plan::Plan& ac
 }
 
 void run_alone(const ir::Workload& w, const std::vector<plan::Plan>& active, const std::vector<plan::Plan>& idle,
-               const plan::Target& t, Sample& s) {
+               const plan::Target& t, Sample& s, const sim::Config* simulated_config) {
   schedule::Options so;
   so.target = t;
-  so.target.model = nullptr;  // the terms are what the sample records; pricing is the fit's job
-  so.replay_exchange = true;
+  // The features are what the sample records (pricing is the fit's job); the oracle's terms are
+  // recorded beside them, for comparison (docs/cost.md).
+  Model oracle_model;
+  oracle_model.simulate = true;
+  so.target.model = &oracle_model;
   const schedule::Schedule sch = schedule::schedule_fixed(w, so, active, idle);
   lower::Options lo;
   lo.shift_buffer_bytes = t.shift_buffer_bytes;
   const lower::Lowered low = lower::lower(w, sch, *t.config, lo);
-  const sim::SimOutcome o = sim::simulate(*t.config, low.program(*t.config));
+  const sim::Config& on = simulated_config ? *simulated_config : *t.config;
+  const sim::SimOutcome o = sim::simulate(on, low.program(on));
   const ir::Operator& op = w.ops().back();
   const schedule::OpSchedule& os = sch.ops.back();
   s.expr = op.expr.text;
@@ -346,9 +350,9 @@ std::vector<Sample> sample_class(const std::string& cls, std::size_t want, const
       try {
         if (produced) {
           const plan::Plan pre = producer_plan(wp, p, r.pick(2) == 0, t, r);
-          run_alone(wp, {pre, p}, {pre, idle}, t, s);
+          run_alone(wp, {pre, p}, {pre, idle}, t, s, o.simulated_config);
         } else {
-          run_alone(w, {p}, {idle}, t, s);
+          run_alone(w, {p}, {idle}, t, s, o.simulated_config);
         }
       } catch (const lower::FitError&) {
         ++failures;  // this plan leaves no room beside its inputs' home layout: not a sample

@@ -34,6 +34,9 @@ struct CalibrateOptions {
   std::uint64_t seed = 1;
   Bytes shift_buffer_bytes = 8192;
   std::function<void(const std::string&)> progress;  // one line per step, if set
+  // The config the samples run on, when it is not the one the features are computed from: a
+  // hidden hardware change the fit must find (tests plant costs this way). Null: the same config.
+  const sim::Config* simulated_config = nullptr;
 };
 
 struct Calibration {
@@ -47,7 +50,7 @@ Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o);
 // the sample's terms and simulated cycles from its last operator. Throws lower::FitError when it
 // does not fit.
 void run_alone(const ir::Workload& w, const std::vector<plan::Plan>& active, const std::vector<plan::Plan>& idle,
-               const plan::Target& t, Sample& s);
+               const plan::Target& t, Sample& s, const sim::Config* simulated_config = nullptr);
 
 // The one-operator workload of `op` of `w`: its activation inputs become model inputs, its weights
 // stay weights.

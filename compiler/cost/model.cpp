@@ -14,28 +14,54 @@ namespace tessera::cost {
 
 const std::array<const char*, kFeatures>& feature_names() {
   static const std::array<const char*, kFeatures> names{
-      "compute_cycles", "steps",          "shift_cycles",   "shift_exchange_cycles", "sync_cycles", "input_cycles",
-      "input_messages", "input_exchange_cycles", "setup_cycles", "setup_messages",
-      "setup_exchange_cycles", "constant"};
+      "mac_cycles", "fetch_cycles", "writeback_cycles", "vector_cycles", "steps",
+      "shift_cycles", "shift_link_cycles", "sync_cycles",
+      "input_port_cycles", "input_link_cycles", "input_conflict_cycles", "input_messages",
+      "input_local_cycles", "input_latency_cycles",
+      "setup_port_cycles", "setup_link_cycles", "setup_conflict_cycles", "setup_messages",
+      "setup_local_cycles", "setup_latency_cycles", "constant"};
   return names;
 }
 
 Vec features(const Terms& t) {
-  return {t.compute_cycles,  t.steps,          t.shift_cycles,          t.shift_exchange_cycles, t.sync_cycles,
-          t.input_cycles,    t.input_messages, t.input_exchange_cycles, t.setup_cycles,
-          t.setup_messages,  t.setup_exchange_cycles, 1.0};
+  return {t.mac_cycles, t.fetch_cycles, t.writeback_cycles, t.vector_cycles, t.steps,
+          t.shift_cycles, t.shift_link_cycles, t.sync_cycles,
+          t.input_port_cycles, t.input_link_cycles, t.input_conflict_cycles, t.input_messages,
+          t.input_local_cycles, t.input_latency_cycles,
+          t.setup_port_cycles, t.setup_link_cycles, t.setup_conflict_cycles, t.setup_messages,
+          t.setup_local_cycles, t.setup_latency_cycles, 1.0};
+}
+
+Vec analytical_weights() {
+  Vec w{};
+  for (Feature f : {kMac, kWriteback, kVector, kShift, kSync, kInputPort, kInputLocal, kInputLatency, kSetupPort,
+                    kSetupLocal, kSetupLatency})
+    w[f] = 1;
+  return w;
 }
 
 Breakdown ClassModel::predict(const Terms& t) const {
   Breakdown b;
-  b.compute = coef[kCompute] * t.compute_cycles + coef[kSteps] * t.steps;
-  b.shift = coef[kShift] * t.shift_cycles + coef[kShiftExchange] * t.shift_exchange_cycles;
+  if (oracle) {
+    b.compute = t.oracle.compute;
+    b.shift = t.oracle.shift;
+    b.sync = t.oracle.barrier;
+    b.input = t.oracle.input;
+    b.setup = t.oracle.setup;
+    return b;
+  }
+  const Vec x = features(t);
+  auto sum = [&](Feature from, Feature to) {
+    double v = 0;
+    for (std::size_t f = from; f < to; ++f) v += coef[f] * x[f];
+    return v;
+  };
+  b.compute = sum(kMac, kShift);
+  b.shift = sum(kShift, kSync);
   // The constant is the operator's closing barrier and skew: sync time.
-  b.sync = coef[kSync] * t.sync_cycles + coef[kConstant];
-  b.input = coef[kInput] * t.input_cycles + coef[kInputMessages] * t.input_messages +
-            coef[kInputExchange] * t.input_exchange_cycles;
-  b.setup = coef[kSetup] * t.setup_cycles + coef[kSetupMessages] * t.setup_messages +
-            coef[kSetupExchange] * t.setup_exchange_cycles;
+  b.sync = sum(kSync, kInputPort) + coef[kConstant];
+  b.input = sum(kInputPort, kSetupPort);
+  b.setup = sum(kSetupPort, kConstant);
   return b;
 }
 
@@ -64,7 +90,17 @@ const ClassModel& analytical() {
   return m;
 }
 
+const ClassModel& oracle() {
+  static const ClassModel m = [] {
+    ClassModel o;
+    o.oracle = true;
+    return o;
+  }();
+  return m;
+}
+
 const ClassModel& Model::for_class(const std::string& cls) const {
+  if (simulate) return oracle();
   auto it = classes.find(cls);
   return it == classes.end() ? analytical() : it->second;
 }
@@ -104,7 +140,7 @@ Json Model::to_json() const {
   }
   Json feats = Json::array();
   for (const char* f : feature_names()) feats.push_back(f);
-  return Json{{"format", "tessera-calibration"}, {"version", 1},     {"config", config_name},
+  return Json{{"format", "tessera-calibration"}, {"version", 2},     {"config", config_name},
               {"config_fingerprint", config_fingerprint},          {"seed", seed},
               {"samples", samples},  {"features", feats},          {"classes", cls}};
 }
@@ -120,7 +156,8 @@ Model load_calibration(const std::string& path, const sim::Config& cfg, bool for
   const Json j = read_json_file(path);
   JsonReader r(j, path, "", 'c');
   if (r.string("format") != "tessera-calibration") r.fail("format", "expected \"tessera-calibration\"");
-  if (r.u64("version") != 1) r.fail("version", "expected 1");
+  if (r.u64("version") != 2)
+    r.fail("version", "expected 2 (version 1 files weighed the replayed exchange; recalibrate with `tessera calibrate`)");
   Model m;
   m.config_name = r.string("config");
   m.config_fingerprint = r.string("config_fingerprint");

@@ -17,30 +17,35 @@
 
 namespace tessera::cost {
 
-// Analytical terms of one operator's time (cycles): the features of the cost model.
+// Features of one operator's time (docs/cost.md, "Features"): closed-form quantities computed
+// from the plan and the config (features.h), most of them in cycles at the config's rates.
 struct Terms {
-  double compute_cycles = 0;  // steps x one step's compute (the simulator's compute model)
-  double steps = 0;           // compute steps per core
-  double shift_cycles = 0;    // rotations: transfer through the shift buffer, copy out of it
-  // The same replayed: per piece at its real size, its barrier, one ring round of the plan's
-  // sends on the interconnect model, the copy (the syncs of the pieces included).
-  double shift_exchange_cycles = 0;
-  double sync_cycles = 0;     // one barrier per rotated piece, at the config's sync latency
-  double input_cycles = 0;    // gathering activation inputs into the plan's layout
-  double input_messages = 0;  // source boxes each core gathers its inputs from
-  // The same gather replayed message by message on the interconnect model (compiler/cost/
-  // exchange.h): port and link contention and data already in place included. Computed only
-  // where a model weighs it or a calibration records it (0 otherwise).
-  double input_exchange_cycles = 0;
-  double setup_cycles = 0;    // weights from their idle layout into the active one
-  double setup_messages = 0;  // source boxes each core gathers its weights from
-  double setup_exchange_cycles = 0;  // the setup gather replayed
+  // Compute: a step's compute times the steps (features.h, compute_features).
+  double mac_cycles = 0, fetch_cycles = 0, writeback_cycles = 0, vector_cycles = 0;
+  double steps = 0;            // compute steps per core
+  double shift_cycles = 0;     // rotations: per piece through the shift buffer, at port bandwidth + latency, and the copy out
+  double shift_link_cycles = 0;  // per piece, the busiest link of the plan's rings (mesh, chip links)
+  double sync_cycles = 0;      // one barrier per rotated piece, at the config's sync latency
+  // Gathering activation inputs into the plan's layout, and weights from their idle layout into
+  // the active one (setup): the gather's features (features.h, GatherFeatures).
+  double input_port_cycles = 0, input_link_cycles = 0, input_conflict_cycles = 0, input_messages = 0,
+         input_local_cycles = 0, input_latency_cycles = 0;
+  double setup_port_cycles = 0, setup_link_cycles = 0, setup_conflict_cycles = 0, setup_messages = 0,
+         setup_local_cycles = 0, setup_latency_cycles = 0;
+  // Not features: what `--price-by simulate` (the oracle) prices with, set only in that mode: the
+  // simulator's compute model, and the shifts and gathers replayed on its network engine
+  // (exchange.h), with the operator's closing barrier.
+  struct Oracle {
+    double compute = 0, shift = 0, input = 0, setup = 0, barrier = 0;
+  } oracle;
 };
 
-// Feature order (coefficient indices): the eleven terms and a constant.
+// Feature order (coefficient indices): the terms above and a constant.
 enum Feature : std::size_t {
-  kCompute, kSteps, kShift, kShiftExchange, kSync, kInput, kInputMessages, kInputExchange, kSetup, kSetupMessages,
-  kSetupExchange, kConstant, kFeatures
+  kMac, kFetch, kWriteback, kVector, kSteps, kShift, kShiftLink, kSync,
+  kInputPort, kInputLink, kInputConflict, kInputMessages, kInputLocal, kInputLatency,
+  kSetupPort, kSetupLink, kSetupConflict, kSetupMessages, kSetupLocal, kSetupLatency,
+  kConstant, kFeatures
 };
 using Vec = std::array<double, kFeatures>;
 const std::array<const char*, kFeatures>& feature_names();
@@ -60,9 +65,15 @@ struct FitStats {
   std::size_t tau_groups = 0;
 };
 
+// The analytical weights: 1 for the cycle features that a transfer or a step cannot avoid (MACs,
+// write-back, vector unit, the shift transfers and their barriers, a gather's busiest port, its
+// local copies and its latency), 0 for the rest.
+Vec analytical_weights();
+
 struct ClassModel {
-  Vec coef{1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};  // analytical weights (the replays unweighted)
+  Vec coef = analytical_weights();
   bool calibrated = false;
+  bool oracle = false;  // --price-by simulate: Terms::oracle, not the features
   FitStats fit, held_out;
   Breakdown predict(const Terms& t) const;
 };
@@ -74,11 +85,12 @@ std::string op_class(const ir::Operator& op);
 
 struct Model {
   std::map<std::string, ClassModel> classes;  // missing classes are analytical
+  bool simulate = false;                      // every class priced by the oracle
   // Provenance (calibrated models).
   std::string config_name, config_fingerprint;
   std::uint64_t seed = 0;
   std::size_t samples = 0;
-  bool calibrated() const { return !classes.empty(); }
+  bool calibrated() const { return !classes.empty() && !simulate; }
   const ClassModel& for_class(const std::string& cls) const;
   const ClassModel& for_op(const ir::Operator& op) const { return for_class(op_class(op)); }
   Json to_json() const;
@@ -86,6 +98,9 @@ struct Model {
 
 // The analytical model's weights.
 const ClassModel& analytical();
+// The oracle: every operator priced by the simulator's compute model and its network engine
+// replaying the operator's transfers (`--price-by simulate`; slow, exact on isolated operators).
+const ClassModel& oracle();
 
 // Reads a calibration file; fitted on another config (fingerprint differs) is an error naming both
 // unless `force`.

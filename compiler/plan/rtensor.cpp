@@ -227,7 +227,9 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
     // model charges the bytes, not the number of source boxes).
     for (std::size_t i = 0; i + 1 < p.parts.size(); ++i)
       if (const ir::Tensor& x = w.tensor(p.parts[i].tensor); x.role != ir::TensorRole::Weight) {
-        p.cost.terms.input_cycles += transfer_cycles(*target.config, p.parts[i].bytes_per_core);
+        const double latency = transfer_cycles(*target.config, 0);
+        p.cost.terms.input_port_cycles += transfer_cycles(*target.config, p.parts[i].bytes_per_core) - latency;
+        p.cost.terms.input_latency_cycles += latency;
         p.cost.terms.input_messages += gather_messages(p.parts[i], stripe_block(x, static_cast<std::size_t>(target.cores)), x.shape);
       }
     price(p.cost, target.model_for(op));
@@ -338,8 +340,19 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
   Cost c;
   cost::Terms& x = c.terms;
   const StepCompute sc = step_compute(p, op, cfg);
-  x.compute_cycles = static_cast<double>(sc.cycles) * static_cast<double>(p.steps);  // rounds, for VGM
-  x.steps = static_cast<double>(p.steps);
+  const auto steps = static_cast<double>(p.steps);  // rounds, for VGM
+  const cost::ComputeFeatures cf = cost::compute_features(
+      cfg.chip.core, cost::StepShape{sc.kind, static_cast<std::uint64_t>(sc.batch), static_cast<std::uint64_t>(sc.m),
+                                     static_cast<std::uint64_t>(sc.k), static_cast<std::uint64_t>(sc.n),
+                                     static_cast<std::uint64_t>(sc.elements), static_cast<std::uint64_t>(sc.rows),
+                                     static_cast<std::uint64_t>(sc.cols)},
+      steps);
+  x.mac_cycles = cf.mac_cycles;
+  x.fetch_cycles = cf.fetch_cycles;
+  x.writeback_cycles = cf.writeback_cycles;
+  x.vector_cycles = cf.vector_cycles;
+  x.steps = steps;
+  x.oracle.compute = static_cast<double>(sc.cycles) * steps;  // the simulator's compute model
   std::int64_t events = 1;
   for (std::size_t i = 0; i < p.loop.size(); ++i) {
     const int a = p.loop[i];
@@ -356,6 +369,7 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
     }
   }
   x.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(sync_latency_cycles(cfg, p.cores));
+  x.oracle.barrier = static_cast<double>(sync_latency_cycles(cfg, p.cores));
   price(c, t.model_for(op));
   // The shift buffer is reserved once per core for the whole program, not per plan.
   for (const auto& part : p.parts) c.memory_bytes += part.bytes_per_core;
@@ -364,7 +378,8 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
 
 void price(Cost& c, const cost::ClassModel& m) {
   cost::Terms x = c.terms;
-  x.setup_cycles = 0;
+  x.setup_port_cycles = x.setup_link_cycles = x.setup_conflict_cycles = x.setup_messages = x.setup_local_cycles =
+      x.setup_latency_cycles = x.oracle.setup = 0;
   const cost::Breakdown b = m.predict(x);
   c.compute_cycles = b.compute;
   c.shift_cycles = b.shift;
@@ -487,7 +502,8 @@ Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, i
   if (t.config) {
     const cost::Terms before = q.cost.terms;
     q.cost = estimate(q, op, t);
-    q.cost.terms.input_cycles = before.input_cycles + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
+    q.cost.terms.input_port_cycles = before.input_port_cycles;
+    q.cost.terms.input_latency_cycles = before.input_latency_cycles + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
     q.cost.terms.input_messages = before.input_messages;
     price(q.cost, t.model_for(op));
   }

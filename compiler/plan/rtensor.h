@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/cost/features.h"
 #include "compiler/cost/model.h"
 #include "compiler/ir/graph.h"
 #include "sim/config/config.h"

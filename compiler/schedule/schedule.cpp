@@ -48,64 +48,84 @@ struct Move {
   std::size_t from_op, from_part;
 };
 
-// The cost terms of gathering operands into a plan's layout (cost::Terms input or setup).
+// The features of gathering operands into a plan's layout (cost::Terms input or setup).
 struct Gather {
-  double cycles = 0, messages = 0;
-  double exchange = 0;      // the moves replayed on the interconnect model (where asked for)
+  cost::GatherFeatures f;
+  double oracle = 0;        // the moves replayed on the simulator's network engine (--price-by simulate)
   std::vector<Move> moves;  // by operand
 };
 
-// The grid of boxes a tensor is held in: a plan part's windows, or stripes over every core.
-std::vector<std::int64_t> home_block(const plan::Plan& p, const std::string& tensor, const ir::Workload& w,
-                                     std::int64_t cores) {
-  for (const auto& part : p.parts)
-    if (part.tensor == tensor && !(p.weights_striped && w.tensor(tensor).role == ir::TensorRole::Weight))
-      return part.window;
-  return plan::stripe_block(w.tensor(tensor), static_cast<std::size_t>(cores));
+void set_input(cost::Terms& t, const cost::GatherFeatures& f) {
+  t.input_port_cycles = f.port_cycles;
+  t.input_link_cycles = f.link_cycles;
+  t.input_conflict_cycles = f.conflict_cycles;
+  t.input_messages = f.messages;
+  t.input_local_cycles = f.local_cycles;
+  t.input_latency_cycles = f.latency_cycles;
 }
 
-// Prices the gathers before each operator (weights: setup; activations: input) and, replayed,
-// the shifts of its plans, with the operator's cost model. The replay on the interconnect model
-// runs only where the model weighs it (or a calibration records it), once per distinct pair of
-// layouts (or shift ring), memoised per operator, operand and plan pair, so that the
-// reconciliation's repeated pricing costs a lookup.
+void set_setup(cost::Terms& t, const cost::GatherFeatures& f) {
+  t.setup_port_cycles = f.port_cycles;
+  t.setup_link_cycles = f.link_cycles;
+  t.setup_conflict_cycles = f.conflict_cycles;
+  t.setup_messages = f.messages;
+  t.setup_local_cycles = f.local_cycles;
+  t.setup_latency_cycles = f.latency_cycles;
+}
+
+// Computes the gathers' features before each operator (weights: setup; activations: input) and
+// the link feature of its plans' shifts, and prices them with the operator's cost model. A
+// gather's features come from the messages lowering will emit (lower::relayout_pieces), computed
+// once per distinct pair of layouts and memoised per operator, operand and plan pair, so that the
+// reconciliation's repeated pricing costs a lookup. With `--price-by simulate` (the oracle) the
+// same messages are also replayed on the simulator's network engine.
 class Exchanges {
  public:
   Exchanges(const ir::Workload& w, const Options& o)
-      : w_(w), cfg_(*o.target.config), cores_(o.target.cores), view_cores_(cfg_.total_cores()),
-        shift_buffer_bytes_(o.target.shift_buffer_bytes), replay_all_(o.replay_exchange), replay_(cfg_) {
+      : w_(w), cfg_(*o.target.config), view_cores_(cfg_.total_cores()),
+        shift_buffer_bytes_(o.target.shift_buffer_bytes), fabric_(cfg_), replay_(cfg_) {
     for (const auto& op : w.ops()) models_.push_back(&o.target.model_for(op));
+    oracle_ = o.target.model && o.target.model->simulate;
   }
 
-  // Sets the replayed shift term of candidate plans of `op` and prices them again (before the
-  // Pareto front is taken), where its model weighs that term.
+  // Sets the shift features of candidate plans of `op` that depend on the rings (and, for the
+  // oracle, the replayed shifts), and prices them again before the Pareto front is taken.
   void price_shifts(const ir::Operator& op, const cost::ClassModel& m, std::vector<plan::Plan>& plans) {
-    if (!replays(m, cost::kShiftExchange)) return;
     for (auto& p : plans) {
-      p.cost.terms.shift_exchange_cycles = shift_cycles(op, p);
+      shift_terms(op, p, p.cost.terms);
       plan::price(p.cost, m);
     }
   }
 
-  // The shift term replayed: per piece of every rotation, at the pieces' real sizes, the barrier
-  // before it, one round of the plan's ring sends (all cores at once), and the copy out of the
-  // shift buffer.
-  double shift_cycles(const ir::Operator& op, const plan::Plan& p) {
+  // Per piece of every rotation, at the pieces' real sizes (the shift buffer splits a chunk by
+  // rows, sometimes into more pieces than bytes / buffer): one round of the plan's ring sends
+  // (the longer of its busiest two-port chain and its busiest link, and its latency) with the copy
+  // out of the shift buffer, and the barrier before it; for the oracle, the round replayed.
+  void shift_terms(const ir::Operator& op, const plan::Plan& p, cost::Terms& t) {
     const auto sync = static_cast<double>(plan::sync_latency_cycles(cfg_, p.cores));
-    double total = 0;
+    t.shift_cycles = t.shift_link_cycles = t.sync_cycles = t.oracle.shift = 0;
     std::int64_t events = 1;
     for (int a : p.loop) {
       events *= p.steps_on[static_cast<std::size_t>(a)];
       for (std::size_t k = 0; k < p.parts.size(); ++k) {
         if (p.parts[k].rot_axis != a) continue;
-        double one = 0;
-        for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_))
-          one += sync + ring(op, p, k, piece) +
-                 static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
-        total += static_cast<double>(events) * one;
+        double port = 0, link = 0, syncs = 0, replayed = 0;
+        for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_)) {
+          const cost::GatherFeatures& r = ring(op, p, k, piece);
+          port += r.conflict_cycles + r.latency_cycles + fabric_.copy_cycles(piece);
+          link += r.link_cycles;
+          syncs += sync;
+          if (oracle_)
+            replayed += sync + replay_round(op, p, k, piece) +
+                        static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
+        }
+        const auto e = static_cast<double>(events);
+        t.shift_cycles += e * port;
+        t.shift_link_cycles += e * link;
+        t.sync_cycles += e * syncs;
+        t.oracle.shift += e * replayed;
       }
     }
-    return total;
   }
 
   // Plans are memoised by address: call when plan lists may have moved.
@@ -116,27 +136,23 @@ class Exchanges {
     Gather g;
     if (idle.same_as(act)) return g;
     for (std::size_t k = 0; k < act.parts.size(); ++k)
-      if (const ir::Tensor& x = w_.tensor(act.parts[k].tensor); x.role == ir::TensorRole::Weight) {
-        g.cycles += plan::transfer_cycles(cfg_, act.parts[k].bytes_per_core);
-        g.messages += plan::gather_messages(act.parts[k], home_block(idle, x.name, w_, cores_), x.shape);
+      if (const ir::Tensor& x = w_.tensor(act.parts[k].tensor); x.role == ir::TensorRole::Weight)
         g.moves.push_back({k, idle.weights_striped ? nullptr : &idle, i, k});
-      }
-    if (replays(*models_[i], cost::kSetupExchange)) g.exchange = replayed(i, act, g.moves);
+    const Moved& m = moved(i, act, g.moves);
+    g.f = m.f;
+    g.oracle = m.oracle;
     return g;
   }
   double setup_price(std::size_t i, const plan::Plan& idle, const plan::Plan& act) {
     const Gather g = setup(i, idle, act);
     cost::Terms t;
-    t.setup_cycles = g.cycles;
-    t.setup_messages = g.messages;
-    t.setup_exchange_cycles = g.exchange;
+    set_setup(t, g.f);
+    t.oracle.setup = g.oracle;
     return models_[i]->predict(t).setup;
   }
 
   // Gathering plan p's activation inputs (operator i) from where their producers left them
-  // (their active plans in `fronts`/`act`). Every copy of a replicated input crosses the
-  // fabric, and only the producer's cores can send it: the receivers' ports or the senders'
-  // ports, whichever is busier, set the analytical time.
+  // (their active plans in `fronts`/`act`), or from stripes over every core (model inputs).
   Gather input(const plan::Plan& p, std::size_t i, const std::vector<std::size_t>& act,
                const std::vector<std::vector<plan::Plan>>& fronts) {
     Gather g;
@@ -145,81 +161,74 @@ class Exchanges {
       const ir::Tensor& x = w_.tensor(op.expr.inputs[k].tensor);
       if (x.role == ir::TensorRole::Weight) continue;
       const int prod = w_.producer(x.name);
-      std::int64_t senders = cores_;
-      std::vector<std::int64_t> block = plan::stripe_block(x, static_cast<std::size_t>(cores_));
-      const plan::Plan* from = nullptr;
       if (prod >= 0 && static_cast<std::size_t>(prod) < i) {
-        from = &fronts[static_cast<std::size_t>(prod)][act[static_cast<std::size_t>(prod)]];
+        const plan::Plan* from = &fronts[static_cast<std::size_t>(prod)][act[static_cast<std::size_t>(prod)]];
         g.moves.push_back({k, from, static_cast<std::size_t>(prod), from->parts.size() - 1});
-        senders = from->cores;
-        // Same layout as the producer's output: nothing moves.
-        if (from->parts.back().fs == p.parts[k].fs && p.parts[k].rings == 1 && p.parts[k].rot_dim < 0) continue;
-        block = from->parts.back().window;
       } else {
         g.moves.push_back({k, nullptr, 0, 0});
       }
-      // Only the producer cores holding what this operator reads can send it (a constant index,
-      // like a class token, reads one slice: few senders, many receivers).
-      double read = 1;
-      const auto& acc = op.expr.inputs[k];
-      for (std::size_t d = 0; d < acc.indices.size(); ++d)
-        if (acc.indices[d].terms.empty()) read /= static_cast<double>(x.shape[d]);
-      const double holders = std::max(1.0, static_cast<double>(senders) * read);
-      const double total = static_cast<double>(p.parts[k].rings) * static_cast<double>(x.bytes()) * read;
-      const Bytes per_sender = static_cast<Bytes>(total / holders);
-      g.cycles += std::max(plan::transfer_cycles(cfg_, p.parts[k].bytes_per_core), plan::transfer_cycles(cfg_, per_sender));
-      g.messages += plan::gather_messages(p.parts[k], block, x.shape);
     }
-    if (replays(*models_[i], cost::kInputExchange)) g.exchange = replayed(i, p, g.moves);
+    const Moved& m = moved(i, p, g.moves);
+    g.f = m.f;
+    g.oracle = m.oracle;
     return g;
   }
   double input_price(std::size_t i, const Gather& g) const {
     cost::Terms t;
-    t.input_cycles = g.cycles;
-    t.input_messages = g.messages;
-    t.input_exchange_cycles = g.exchange;
+    set_input(t, g.f);
+    t.oracle.input = g.oracle;
     return models_[i]->predict(t).input;
   }
 
-  // Final figures of operator i: the input term from its producers' chosen layouts, priced.
+  // Final figures of operator i: the input features from its producers' chosen layouts, priced.
   OpSchedule finish(std::size_t i, const plan::Plan& act, const plan::Plan& idle, Gather input) {
-    // The program gathers weights and activations together: the replayed terms split the joint
-    // gather J into the inputs' share (their gather alone, at most J: the weights' messages can
-    // reorder the inputs' into a faster gather) and what the weights add. The reconciliation
-    // prices the two apart, an estimate.
     const Gather s = setup(i, idle, act);
-    double joint = input.exchange;
-    if (replays(*models_[i], cost::kInputExchange) || replays(*models_[i], cost::kSetupExchange)) {
-      std::vector<Move> all = input.moves;
-      all.insert(all.end(), s.moves.begin(), s.moves.end());
-      std::sort(all.begin(), all.end(), [](const Move& a, const Move& b) { return a.part < b.part; });
-      joint = replayed(i, act, all);
-      input.exchange = std::min(input.exchange, joint);
-    }
     OpSchedule os;
     os.active = act;
     os.idle = idle;
-    os.active.cost.terms.input_cycles = input.cycles;
-    os.active.cost.terms.input_messages = input.messages;
-    os.active.cost.terms.input_exchange_cycles = input.exchange;
-    if (replays(*models_[i], cost::kShiftExchange))
-      os.active.cost.terms.shift_exchange_cycles = shift_cycles(w_.ops()[i], act);
+    set_input(os.active.cost.terms, input.f);
+    shift_terms(w_.ops()[i], act, os.active.cost.terms);
+    // The program gathers weights and activations together: the joint gather J splits into the
+    // inputs' share (their gather alone, at most J: with the oracle, the weights' messages can
+    // reorder the inputs' into a faster gather) and what the weights add, feature by feature.
+    Gather joint = input;
+    if (!s.moves.empty()) {
+      std::vector<Move> all = input.moves;
+      all.insert(all.end(), s.moves.begin(), s.moves.end());
+      std::sort(all.begin(), all.end(), [](const Move& a, const Move& b) { return a.part < b.part; });
+      const Moved& m = moved(i, act, all);
+      joint.f = m.f;
+      joint.oracle = m.oracle;
+      input.oracle = std::min(input.oracle, joint.oracle);
+    }
+    os.active.cost.terms.oracle.input = input.oracle;
     plan::price(os.active.cost, *models_[i]);
     os.terms = os.active.cost.terms;
-    os.terms.setup_cycles = s.cycles;
-    os.terms.setup_messages = s.messages;
-    os.terms.setup_exchange_cycles = joint - input.exchange;
+    set_setup(os.terms, added(joint.f, input.f));
+    os.terms.oracle.setup = joint.oracle - input.oracle;
     os.setup_cycles = models_[i]->predict(os.terms).setup;
     return os;
   }
 
  private:
-  // Whether a replayed term is computed: the model weighs it, or a calibration records it.
-  bool replays(const cost::ClassModel& m, cost::Feature f) const { return replay_all_ || m.coef[f] > 0; }
+  // What a joint gather's features add to the inputs' alone.
+  static cost::GatherFeatures added(const cost::GatherFeatures& joint, const cost::GatherFeatures& in) {
+    auto d = [](double a, double b) { return std::max(0.0, a - b); };
+    return {d(joint.port_cycles, in.port_cycles),       d(joint.link_cycles, in.link_cycles),
+            d(joint.conflict_cycles, in.conflict_cycles), d(joint.messages, in.messages),
+            d(joint.local_cycles, in.local_cycles),      d(joint.latency_cycles, in.latency_cycles)};
+  }
 
-  // The moves into plan p of operator i replayed together, as the program makes them (every
-  // core's sends for all of them, then its copies, then its receives).
-  double replayed(std::size_t i, const plan::Plan& p, const std::vector<Move>& moves) {
+  struct Moved {
+    cost::GatherFeatures f;
+    double oracle = 0;
+  };
+
+  // The moves into plan p of operator i, together, as the program makes them: their features
+  // (and, for the oracle, their replay: every core's sends, then its copies, then its receives).
+  const Moved& moved(std::size_t i, const plan::Plan& p, const std::vector<Move>& moves) {
+    static const Moved none;
+    if (moves.empty()) return none;
     std::uint64_t mk = 1469598103934665603ull;
     for (const Move& m : moves) {
       fnv(mk, m.part);
@@ -237,6 +246,7 @@ class Exchanges {
                         : lower::stripes(x, view_cores_);
       if (lower::same_layout(src, dst)) continue;  // the program reads it where it is
       for (auto d : x.shape) fnv(h, static_cast<std::uint64_t>(d));
+      fnv(h, dtype_bytes(x.dtype));
       for (const auto* layout : {&src, &dst})
         for (const auto& v : *layout) {
           fnv(h, v.tensor.empty() ? 0 : 1);
@@ -248,44 +258,66 @@ class Exchanges {
     auto it = layouts_.find(h);
     if (it == layouts_.end()) {
       std::vector<lower::Piece> pieces;
+      std::vector<cost::Message> messages;
       for (const auto& [x, sd] : layouts) {
         auto more = lower::relayout_pieces(x->shape, sd.first, sd.second);
-        pieces.insert(pieces.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        for (const auto& piece : more)
+          messages.push_back({static_cast<std::uint32_t>(piece.from), static_cast<std::uint32_t>(piece.to),
+                              static_cast<Bytes>(piece.box.elements()) * dtype_bytes(x->dtype)});
+        if (oracle_) pieces.insert(pieces.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
       }
-      it = layouts_.emplace(h, replay_.cycles(pieces)).first;
+      Moved m{fabric_.gather(messages), oracle_ ? replay_.cycles(pieces) : 0.0};
+      it = layouts_.emplace(h, m).first;
     }
     return memo_[key] = it->second;
   }
   static void fnv(std::uint64_t& h, std::uint64_t v) { h = (h ^ v) * 1099511628211ull; }
 
-  // One shift round of operand k of plan p moving `bytes` per core. The ring neighbours depend
-  // only on the split factors, the operand's share axes and its temporal factor.
-  double ring(const ir::Operator& op, const plan::Plan& p, std::size_t k, Bytes bytes) {
+  // The ring neighbours of operand k of plan p depend only on the split factors, the operand's
+  // share axes and its temporal factor.
+  std::uint64_t ring_key(const plan::Plan& p, std::size_t k) {
     const plan::Part& x = p.parts[k];
     std::uint64_t h = 1469598103934665603ull;
     for (auto f : p.fop) fnv(h, static_cast<std::uint64_t>(f));
     fnv(h, 0xffff);
     for (int a : x.share_axes) fnv(h, static_cast<std::uint64_t>(a));
     fnv(h, static_cast<std::uint64_t>(x.ft[static_cast<std::size_t>(x.rot_dim)]));
-    auto pairs = ring_pairs_.find(h);
-    if (pairs == ring_pairs_.end()) pairs = ring_pairs_.emplace(h, lower::shift_pairs(p, op, k)).first;
+    return h;
+  }
+  const std::vector<std::pair<std::size_t, std::size_t>>& pairs(const ir::Operator& op, const plan::Plan& p,
+                                                               std::size_t k, std::uint64_t h) {
+    auto it = ring_pairs_.find(h);
+    if (it == ring_pairs_.end()) it = ring_pairs_.emplace(h, lower::shift_pairs(p, op, k)).first;
+    return it->second;
+  }
+  // The features of one shift round of operand k of plan p moving `bytes` per core.
+  const cost::GatherFeatures& ring(const ir::Operator& op, const plan::Plan& p, std::size_t k, Bytes bytes) {
+    const std::uint64_t h = ring_key(p, k);
     auto it = rings_.find({h, bytes});
-    if (it == rings_.end()) it = rings_.emplace(std::make_pair(h, bytes), replay_.round(pairs->second, bytes)).first;
+    if (it == rings_.end()) it = rings_.emplace(std::make_pair(h, bytes), fabric_.round(pairs(op, p, k, h), bytes)).first;
+    return it->second;
+  }
+  double replay_round(const ir::Operator& op, const plan::Plan& p, std::size_t k, Bytes bytes) {
+    const std::uint64_t h = ring_key(p, k);
+    auto it = replayed_rings_.find({h, bytes});
+    if (it == replayed_rings_.end())
+      it = replayed_rings_.emplace(std::make_pair(h, bytes), replay_.round(pairs(op, p, k, h), bytes)).first;
     return it->second;
   }
 
   const ir::Workload& w_;
   const sim::Config& cfg_;
-  std::int64_t cores_;
   std::size_t view_cores_;
   Bytes shift_buffer_bytes_;
-  bool replay_all_;  // Options::replay_exchange
+  bool oracle_ = false;
+  cost::Fabric fabric_;
   cost::ExchangeReplay replay_;
   std::vector<const cost::ClassModel*> models_;
-  std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, double> memo_;
-  std::map<std::uint64_t, double> layouts_;
+  std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, Moved> memo_;
+  std::map<std::uint64_t, Moved> layouts_;
   std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs_;
-  std::map<std::pair<std::uint64_t, Bytes>, double> rings_;
+  std::map<std::pair<std::uint64_t, Bytes>, cost::GatherFeatures> rings_;
+  std::map<std::pair<std::uint64_t, Bytes>, double> replayed_rings_;
 };
 
 // Load-compute-store: every operand crosses the fabric once per use.

@@ -18,7 +18,7 @@ struct OpSchedule {
   plan::Plan idle;          // layout of the operator's weights between uses (T10)
   double setup_cycles = 0;  // predicted idle -> active
   std::size_t pareto_size = 0;
-  cost::Terms terms;        // analytical terms in this context (the cost model's features)
+  cost::Terms terms;        // the cost model's features in this context (input and setup included)
 };
 
 struct Schedule {
@@ -37,9 +37,6 @@ struct Schedule {
 struct Options {
   plan::Target target;
   Bytes reserve_bytes = 0;  // per core, kept for code and runtime (not for tensors)
-  // Replay every gather on the interconnect model (cost::Terms input/setup_exchange_cycles) even
-  // where the cost model gives the replay no weight: calibration samples record it.
-  bool replay_exchange = false;
 };
 
 // T10; with a calibrated target model, the better (by that model) of the search it steers and

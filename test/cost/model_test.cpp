@@ -15,9 +15,9 @@ std::vector<cost::Terms> synthetic_terms(std::size_t n) {
   std::vector<cost::Terms> x;
   for (std::size_t i = 0; i < n; ++i) {
     cost::Terms t;
-    t.compute_cycles = 100.0 + 37.0 * static_cast<double>(i % 11) * static_cast<double>(i % 5 + 1);
+    t.mac_cycles = 100.0 + 37.0 * static_cast<double>(i % 11) * static_cast<double>(i % 5 + 1);
     t.steps = static_cast<double>(1 + i % 4);
-    t.input_cycles = 50.0 + 13.0 * static_cast<double>((i * 7) % 13);
+    t.input_port_cycles = 50.0 + 13.0 * static_cast<double>((i * 7) % 13);
     t.input_messages = static_cast<double>(1 + (i * 3) % 7);
     t.sync_cycles = 118.0 * static_cast<double>(i % 3);
     x.push_back(t);
@@ -32,17 +32,17 @@ TEST_CASE("the fit recovers the weights that generated the times", "[cost]") {
   std::vector<double> y;
   // 1.25 x compute, 20 per step, 1 x sync, 1.8 x input, 30 per message, 118 constant.
   for (const auto& t : x)
-    y.push_back(1.25 * t.compute_cycles + 20 * t.steps + t.sync_cycles + 1.8 * t.input_cycles + 30 * t.input_messages + 118);
+    y.push_back(1.25 * t.mac_cycles + 20 * t.steps + t.sync_cycles + 1.8 * t.input_port_cycles + 30 * t.input_messages + 118);
   const cost::ClassModel m = cost::fit(x, y);
-  CHECK(m.coef[cost::kCompute] == Approx(1.25).margin(1e-9));
+  CHECK(m.coef[cost::kMac] == Approx(1.25).margin(1e-9));
   CHECK(m.coef[cost::kSteps] == Approx(20).margin(1e-7));
   CHECK(m.coef[cost::kSync] == Approx(1).margin(1e-9));
-  CHECK(m.coef[cost::kInput] == Approx(1.8).margin(1e-9));
+  CHECK(m.coef[cost::kInputPort] == Approx(1.8).margin(1e-9));
   CHECK(m.coef[cost::kInputMessages] == Approx(30).margin(1e-7));
   CHECK(m.coef[cost::kConstant] == Approx(118).margin(1e-6));
-  CHECK(m.coef[cost::kShift] == 0);  // shift, setup and the replays never vary from zero: weight 0
-  CHECK(m.coef[cost::kSetup] == 0);
-  CHECK(m.coef[cost::kInputExchange] == 0);
+  CHECK(m.coef[cost::kShift] == 0);  // shift, setup and the other gather features never vary from zero: weight 0
+  CHECK(m.coef[cost::kSetupPort] == 0);
+  CHECK(m.coef[cost::kInputConflict] == 0);
   CHECK(m.fit.mape < 1e-9);
   CHECK(m.fit.r2 == Approx(1.0));
   // The analytical weights miss by the hand-computable amount on one sample: compute 100,
@@ -55,10 +55,10 @@ TEST_CASE("the fit keeps every weight non-negative", "[cost]") {
   const auto x = synthetic_terms(30);
   std::vector<double> y;
   // Unconstrained least squares would give input a weight of -0.5.
-  for (const auto& t : x) y.push_back(2 * t.compute_cycles - 0.5 * t.input_cycles + 300);
+  for (const auto& t : x) y.push_back(2 * t.mac_cycles - 0.5 * t.input_port_cycles + 300);
   const cost::ClassModel m = cost::fit(x, y);
   for (double c : m.coef) CHECK(c >= 0);
-  CHECK(m.coef[cost::kInput] == 0);
+  CHECK(m.coef[cost::kInputPort] == 0);
   CHECK(m.fit.mape > 0);  // the constraint costs some accuracy
   CHECK(m.fit.mape < 0.1);
 }
@@ -109,7 +109,7 @@ TEST_CASE("a calibration file round-trips and belongs to its config", "[cost]") 
   m.samples = 3;
   cost::ClassModel cm;
   cm.calibrated = true;
-  cm.coef = {1.5, 2, 1, 0.5, 1, 1.75, 12.5, 0.25, 1, 0, 0.75, 118};
+  cm.coef = {1.5, 2, 1, 0.5, 1, 1.75, 12.5, 0.25, 1, 0, 0.75, 3, 1, 1, 0.5, 0, 0, 7, 1, 1, 118};
   cm.fit.samples = 3;
   cm.fit.mape = 0.01;
   m.classes["matmul"] = cm;
@@ -132,9 +132,9 @@ TEST_CASE("a calibration file round-trips and belongs to its config", "[cost]") 
     std::fclose(f);
   };
   Json j = m.to_json();
-  j["classes"]["matmul"]["coefficients"]["input_cycles"] = -1.0;
+  j["classes"]["matmul"]["coefficients"]["input_port_cycles"] = -1.0;
   write(j);
-  CHECK_THROWS_WITH(cost::load_calibration(path, a), Catch::Contains("input_cycles") && Catch::Contains(">= 0"));
+  CHECK_THROWS_WITH(cost::load_calibration(path, a), Catch::Contains("input_port_cycles") && Catch::Contains(">= 0"));
   j = m.to_json();
   j["classes"]["matmull"] = j["classes"]["matmul"];
   write(j);

@@ -1,0 +1,183 @@
+#include "compiler/cost/features.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/common/error.h"
+
+namespace tessera::cost {
+
+namespace {
+
+double cdiv(std::uint64_t a, std::uint64_t b) { return static_cast<double>(ceil_div(a, b)); }
+
+double op_cycles(const sim::CoreConfig& core, sim::VecOp op) {
+  return static_cast<double>(core.vector.op_cycles[static_cast<int>(op)]);
+}
+
+// Row ops make passes over each row: per lane group, the ops of every pass; per row, trees that
+// combine the lanes and a few scalar ops (docs/hardware-model.md gives the passes).
+struct RowOp {
+  std::vector<sim::VecOp> per_group, per_row;
+  int trees = 0;
+};
+
+bool row_op(const std::string& kind, RowOp& r) {
+  using V = sim::VecOp;
+  if (kind == "reduce_sum") r = {{V::Add}, {}, 1};
+  else if (kind == "reduce_max") r = {{V::Max}, {}, 1};
+  else if (kind == "softmax") r = {{V::Max, V::Sub, V::Exp, V::Add, V::Mul}, {V::Div}, 2};
+  else if (kind == "layernorm") r = {{V::Add, V::Sub, V::Mul, V::Add, V::Sub, V::Mul, V::Mul, V::Add}, {V::Rsqrt}, 2};
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+ComputeFeatures compute_features(const sim::CoreConfig& core, const StepShape& s, double steps) {
+  ComputeFeatures f;
+  if (s.kind == "matmul") {
+    const auto& mu = core.matrix;
+    const double fp16 = 2;
+    const double tiles = static_cast<double>(s.batch) * cdiv(s.m, mu.tile_m) * cdiv(s.n, mu.tile_n) * cdiv(s.k, mu.tile_k);
+    const double blocks = static_cast<double>(s.batch) * cdiv(s.m, mu.tile_m) * cdiv(s.n, mu.tile_n);
+    const double tile_macs = static_cast<double>(mu.tile_m) * mu.tile_n * mu.tile_k;
+    const double mac_rate = static_cast<double>(mu.macs_per_cycle.at(Dtype::Fp16));
+    f.mac_cycles = steps * (static_cast<double>(mu.issue_cycles + mu.pipeline_fill_cycles) + tiles * tile_macs / mac_rate);
+    f.fetch_cycles = steps * tiles * (static_cast<double>(mu.tile_m) * mu.tile_k + static_cast<double>(mu.tile_k) * mu.tile_n) *
+                     fp16 / core.sram_read_bytes_per_cycle;
+    f.writeback_cycles = steps * blocks * static_cast<double>(mu.tile_m) * mu.tile_n * fp16 / core.sram_write_bytes_per_cycle;
+    return f;
+  }
+  const double issue = static_cast<double>(core.vector.issue_cycles);
+  if (auto op = sim::parse_vec_op(s.kind)) {
+    f.vector_cycles = steps * (issue + cdiv(s.elements, core.vector.lanes) * op_cycles(core, *op));
+    return f;
+  }
+  RowOp r;
+  if (!row_op(s.kind, r)) throw Error(fmt::format("cost model: compute kind '{}' has no features", s.kind));
+  double group = 0, row = std::ceil(std::log2(std::max<double>(1, core.vector.lanes))) * r.trees;
+  for (auto op : r.per_group) group += op_cycles(core, op);
+  for (auto op : r.per_row) row += op_cycles(core, op);
+  f.vector_cycles = steps * (issue + static_cast<double>(s.rows) * (cdiv(s.cols, core.vector.lanes) * group + row));
+  return f;
+}
+
+Fabric::Fabric(const sim::Config& cfg) : cfg_(cfg), chip_cores_(cfg.chip.cores) {
+  if (cfg.chip.exchange) {
+    send_bw_ = cfg.chip.exchange->send_bytes_per_cycle;
+    recv_bw_ = cfg.chip.exchange->recv_bytes_per_cycle;
+    latency_ = static_cast<double>(cfg.chip.exchange->latency_cycles);
+  } else {
+    const auto& m = *cfg.chip.mesh;
+    send_bw_ = recv_bw_ = m.ni_bytes_per_cycle;
+    link_bw_ = m.link_bytes_per_cycle;
+    hop_latency_ = static_cast<double>(m.router_latency_cycles + m.link_latency_cycles);
+    rows_ = m.rows;
+    cols_ = m.cols;
+    torus_ = m.torus;
+    packet_bytes_ = m.packet_bytes;
+  }
+  if (!cfg.system.dimensions.empty()) {
+    chip_bw_ = cfg.system.dimensions.front().bytes_per_cycle();
+    chip_latency_ = static_cast<double>(cfg.system.dimensions.front().link_latency_cycles);
+  }
+  lanes_ = cfg.chip.core.vector.lanes;
+  copy_cycles_per_group_ = op_cycles(cfg.chip.core, sim::VecOp::Copy);
+  vector_issue_ = static_cast<double>(cfg.chip.core.vector.issue_cycles);
+}
+
+namespace {
+// Steps from a to b along a ring or line of n positions, and the direction (+1 / -1).
+std::pair<std::uint32_t, int> way(std::uint32_t a, std::uint32_t b, std::uint32_t n, bool wrap) {
+  const std::uint32_t fwd = b >= a ? b - a : b + n - a;
+  if (!wrap) return {b >= a ? b - a : a - b, b >= a ? 1 : -1};
+  return fwd <= n - fwd ? std::make_pair(fwd, 1) : std::make_pair(n - fwd, -1);
+}
+}  // namespace
+
+double Fabric::hops(std::uint32_t from, std::uint32_t to) const {
+  if (rows_ == 0) return 0;
+  const std::uint32_t a = from % chip_cores_, b = to % chip_cores_;
+  return way(a % cols_, b % cols_, cols_, torus_).first + way(a / cols_, b / cols_, rows_, torus_).first;
+}
+
+// Adds `bytes` to every mesh link of the X-then-Y route (links indexed node * 4 + direction).
+void Fabric::route(std::uint32_t from, std::uint32_t to, double bytes, std::vector<double>& link_bytes) const {
+  const std::uint32_t chip = from / chip_cores_, base = chip * chip_cores_ * 4;
+  std::uint32_t c = (from % chip_cores_) % cols_, r = (from % chip_cores_) / cols_;
+  const std::uint32_t tc = (to % chip_cores_) % cols_, tr = (to % chip_cores_) / cols_;
+  auto [nx, dx] = way(c, tc, cols_, torus_);
+  for (; nx > 0; --nx) {
+    link_bytes[base + (r * cols_ + c) * 4 + (dx > 0 ? 0 : 1)] += bytes;
+    c = (c + cols_ + static_cast<std::uint32_t>(dx)) % cols_;
+  }
+  auto [ny, dy] = way(r, tr, rows_, torus_);
+  for (; ny > 0; --ny) {
+    link_bytes[base + (r * cols_ + c) * 4 + (dy > 0 ? 2 : 3)] += bytes;
+    r = (r + rows_ + static_cast<std::uint32_t>(dy)) % rows_;
+  }
+}
+
+// A message holds its ports for whole cycles (an exchange transfer) or for at least one cycle
+// per packet (a mesh injection port): many small messages cost more than their bytes.
+double Fabric::port_time(Bytes bytes) const {
+  const auto b = static_cast<double>(bytes);
+  if (rows_ == 0) return std::max(std::ceil(b / send_bw_), std::ceil(b / recv_bw_));
+  return std::max(std::ceil(b / static_cast<double>(packet_bytes_)), b / std::min(send_bw_, recv_bw_));
+}
+
+GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
+  GatherFeatures f;
+  if (messages.empty()) return f;
+  const std::uint32_t cores = cfg_.total_cores(), chips = cfg_.system.chips;
+  std::vector<double> sent(cores, 0), recv(cores, 0), local(cores, 0), sends(cores, 0), recvs(cores, 0);
+  std::vector<double> links(rows_ ? static_cast<std::size_t>(cores) * 4 : 0, 0), chip_out(chips, 0), chip_in(chips, 0);
+  for (const Message& m : messages) {
+    const auto b = static_cast<double>(m.bytes);
+    if (m.from == m.to) {  // a copy on the vector unit, issued per piece
+      local[m.from] += copy_cycles(m.bytes);
+      continue;
+    }
+    const double d = port_time(m.bytes);
+    sent[m.from] += d;
+    recv[m.to] += d;
+    sends[m.from] += 1;
+    recvs[m.to] += 1;
+    const std::uint32_t cf = m.from / chip_cores_, ct = m.to / chip_cores_;
+    if (cf != ct) {
+      chip_out[cf] += b;
+      chip_in[ct] += b;
+    } else if (rows_) {
+      route(m.from, m.to, b, links);
+    }
+    const double lat = latency_ + hops(m.from, m.to) * hop_latency_ + (cf != ct ? chip_latency_ : 0);
+    f.latency_cycles = std::max(f.latency_cycles, lat);
+  }
+  for (std::uint32_t c = 0; c < cores; ++c) {
+    f.port_cycles = std::max({f.port_cycles, sent[c], recv[c]});
+    f.messages = std::max({f.messages, sends[c], recvs[c]});
+    f.local_cycles = std::max(f.local_cycles, local[c]);
+  }
+  for (double l : links) f.link_cycles = std::max(f.link_cycles, l / link_bw_);
+  for (std::uint32_t c = 0; c < chips; ++c) f.link_cycles = std::max({f.link_cycles, chip_out[c] / chip_bw_, chip_in[c] / chip_bw_});
+  // A message may wait for everything else its sender sends and its receiver receives.
+  for (const Message& m : messages)
+    if (m.from != m.to) f.conflict_cycles = std::max(f.conflict_cycles, sent[m.from] + recv[m.to] - port_time(m.bytes));
+  return f;
+}
+
+double Fabric::copy_cycles(Bytes bytes) const {
+  return vector_issue_ + std::ceil(static_cast<double>(bytes) / 2 / lanes_) * copy_cycles_per_group_;
+}
+
+GatherFeatures Fabric::round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) const {
+  std::vector<Message> m;
+  m.reserve(pairs.size());
+  for (const auto& [from, to] : pairs) m.push_back({static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to), bytes});
+  return gather(m);
+}
+
+}  // namespace tessera::cost

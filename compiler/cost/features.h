@@ -1,0 +1,75 @@
+#pragma once
+// Closed-form features of an operator's time (docs/cost.md, "Features"). Each is a quantity a
+// researcher can read off a plan and the config — tile counts over the MAC rate, bytes over a
+// port's bandwidth, the most-loaded link under dimension-order routing, hops times the per-hop
+// latency — evaluated in microseconds, without running or replaying anything. The cost model
+// (model.h) weighs them; calibration fits the weights on simulator runs.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/common/types.h"
+#include "sim/config/config.h"
+
+namespace tessera::cost {
+
+// One step of one core's compute, as a plan describes it: a block product on the matrix unit,
+// an element-wise vector op, or a row-wise vector op (reduce_sum, reduce_max, softmax, layernorm).
+struct StepShape {
+  std::string kind;  // "matmul", a vector op name ("add", "gelu", ...), or a row op name
+  std::uint64_t batch = 1, m = 1, k = 1, n = 1;  // matmul
+  std::uint64_t elements = 0;                    // element-wise
+  std::uint64_t rows = 0, cols = 0;              // row ops
+};
+
+struct ComputeFeatures {
+  double mac_cycles = 0;        // ceil-tiled tiles x tile MACs / MAC rate, plus issue and fill, per step
+  double fetch_cycles = 0;      // the tiles' operand bytes / scratchpad read bandwidth
+  double writeback_cycles = 0;  // output blocks' bytes / scratchpad write bandwidth
+  double vector_cycles = 0;     // vector unit: lane groups x the op's cycles per group (+ lane trees)
+};
+// `steps` steps of `s` on a core of `core`; an unknown kind is an error naming it.
+ComputeFeatures compute_features(const sim::CoreConfig& core, const StepShape& s, double steps);
+
+// One transfer of a re-layout or a shift round: `bytes` from core `from` to core `to` (global
+// core ids; from == to is a local copy).
+struct Message {
+  std::uint32_t from = 0, to = 0;
+  Bytes bytes = 0;
+};
+
+struct GatherFeatures {
+  double port_cycles = 0;      // busiest core port: max over cores of its messages' port time (bytes / bandwidth, in whole cycles per exchange message or at least one per mesh packet)
+  double link_cycles = 0;      // busiest link: mesh links under X-then-Y routing, and chip-to-chip links
+  double conflict_cycles = 0;  // longest two-port chain: max over messages of its sender's and receiver's loads
+  double messages = 0;         // most messages any core sends or receives
+  double local_cycles = 0;     // most local copying on a core, on the vector unit (per piece: issue + lane groups)
+  double latency_cycles = 0;   // the longest path's fixed latency (exchange latency, or hops x hop latency)
+};
+
+// The config's fabric as the cost model sees it: per-core ports, mesh links (torus wrap taken the
+// short way), and per-chip ports to other chips.
+class Fabric {
+ public:
+  explicit Fabric(const sim::Config& cfg);
+  GatherFeatures gather(const std::vector<Message>& messages) const;
+  // A shift round: every (sender, receiver) pair moves `bytes` at once.
+  GatherFeatures round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) const;
+  // A local copy of `bytes` (fp16) on the vector unit: issue plus lane groups.
+  double copy_cycles(Bytes bytes) const;
+
+ private:
+  double hops(std::uint32_t from, std::uint32_t to) const;
+  double port_time(Bytes bytes) const;
+  void route(std::uint32_t from, std::uint32_t to, double bytes, std::vector<double>& link_bytes) const;
+  const sim::Config& cfg_;
+  double send_bw_ = 1, recv_bw_ = 1, link_bw_ = 1, chip_bw_ = 1, hop_latency_ = 0, latency_ = 0;
+  double chip_latency_ = 0;
+  std::uint32_t rows_ = 0, cols_ = 0, chip_cores_ = 1;
+  Bytes packet_bytes_ = 256;
+  bool torus_ = false;
+  double copy_cycles_per_group_ = 1, lanes_ = 1, vector_issue_ = 0;
+};
+
+}  // namespace tessera::cost

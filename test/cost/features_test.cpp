@@ -1,0 +1,74 @@
+// The cost model's closed-form features, against hand-computed values on the small test configs.
+#include <catch2/catch.hpp>
+
+#include "compiler/cost/features.h"
+#include "sim/common/error.h"
+#include "test/support.h"
+
+using namespace tessera;
+
+TEST_CASE("compute features count tiles, lane groups and passes", "[cost][features]") {
+  const sim::Config cfg = sim::parse_config(test::exchange_config(4), "test");
+  const auto& core = cfg.chip.core;
+  // 20x32x8 on 16x4x16 tiles: 2 x 2 x 2 = 8 tiles, 4 output blocks; a tile is 1024 MACs at 64
+  // per cycle = 16 cycles, fetches (16*16 + 16*4) * 2 B = 640 B at 64 B/cycle = 10 cycles, and a
+  // block writes back 16*4*2 = 128 B at 32 B/cycle = 4 cycles. Three steps, each with 6 + 8
+  // cycles of issue and fill.
+  cost::ComputeFeatures f = cost::compute_features(core, {"matmul", 1, 20, 32, 8}, 3);
+  CHECK(f.mac_cycles == Approx(3 * (14 + 8 * 16)));
+  CHECK(f.fetch_cycles == Approx(3 * 8 * 10));
+  CHECK(f.writeback_cycles == Approx(3 * 4 * 4));
+  CHECK(f.vector_cycles == 0);
+  // gelu (8 cycles per lane group) of 100 elements on 8 lanes: 13 groups, no issue cost.
+  cost::StepShape g;
+  g.kind = "gelu";
+  g.elements = 100;
+  CHECK(cost::compute_features(core, g, 2).vector_cycles == Approx(2 * 13 * 8));
+  // softmax of 3 rows of 20: per lane group max + sub + exp + add + mul = 1+1+4+1+1 = 8, 3 groups;
+  // per row two lane trees of log2(8) = 3 and a division (4): 3*8 + 6 + 4 = 34 per row.
+  cost::StepShape s;
+  s.kind = "softmax";
+  s.rows = 3;
+  s.cols = 20;
+  CHECK(cost::compute_features(core, s, 1).vector_cycles == Approx(3 * 34));
+  s.kind = "conv2d";
+  CHECK_THROWS_WITH(cost::compute_features(core, s, 1), Catch::Contains("'conv2d'"));
+}
+
+TEST_CASE("gather features on an exchange chip: busiest port, two-port chain, messages", "[cost][features]") {
+  const sim::Config cfg = sim::parse_config(test::exchange_config(4), "test");
+  const cost::Fabric fabric(cfg);
+  // Core 0 sends 400 B to cores 1 and 2; core 3 sends 200 B to core 1. Ports move 4 B/cycle:
+  // core 0 sends 800 B (200 cycles), core 1 receives 600 B (150 cycles). The 0->1 message may
+  // wait for the rest of both its ports: 200 + 150 - 100 = 250.
+  const cost::GatherFeatures f = fabric.gather({{0, 1, 400}, {0, 2, 400}, {3, 1, 200}});
+  CHECK(f.port_cycles == Approx(200));
+  CHECK(f.conflict_cycles == Approx(250));
+  CHECK(f.messages == 2);
+  CHECK(f.link_cycles == 0);  // one chip: no links
+  CHECK(f.latency_cycles == 30);
+  CHECK(f.local_cycles == 0);
+}
+
+TEST_CASE("gather features on a mesh: links under X-then-Y routing, hops, local copies", "[cost][features]") {
+  const sim::Config cfg = sim::parse_config(test::mesh_config(1, 4), "test");
+  const cost::Fabric fabric(cfg);
+  // 0->3 1024 B, 1->3 512 B, 0->1 256 B, and a local copy of 64 B (32 elements) on core 2.
+  // Eastward links: 0->1 carries 1024 + 256, 1->2 and 2->3 carry 1024 + 512 = 1536 B: 48 cycles
+  // at 32 B/cycle; core 3 receives 1536 B: 48 cycles at its 32 B/cycle port. Longest path: 3 hops
+  // of 2 + 1 cycles. The copy: 4 lane groups of 1 cycle.
+  const cost::GatherFeatures f = fabric.gather({{0, 3, 1024}, {1, 3, 512}, {2, 2, 64}, {0, 1, 256}});
+  CHECK(f.port_cycles == Approx(48));
+  CHECK(f.link_cycles == Approx(48));
+  CHECK(f.conflict_cycles == Approx(1280.0 / 32 + 1536.0 / 32 - 1024.0 / 32));
+  CHECK(f.messages == 2);
+  CHECK(f.latency_cycles == 9);
+  CHECK(f.local_cycles == 4);
+  // A shift round on a 2x2 torus-free mesh: 0->1->3->2->0, 512 B each: every link carries one
+  // message (16 cycles), one hop each.
+  const sim::Config sq = sim::parse_config(test::mesh_config(2, 2), "test");
+  const cost::GatherFeatures r = cost::Fabric(sq).round({{0, 1}, {1, 3}, {3, 2}, {2, 0}}, 512);
+  CHECK(r.link_cycles == Approx(16));
+  CHECK(r.port_cycles == Approx(16));
+  CHECK(r.latency_cycles == 3);
+}
