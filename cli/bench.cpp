@@ -5,13 +5,17 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include <systemc>
 
 #include "cli/traffic_cmd.h"
 #include "compiler/compile.h"
+#include "compiler/cost/calibrate.h"
+#include "compiler/schedule/schedule.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/clock.h"
+#include "sim/common/error.h"
 #include "sim/simulate.h"
 #include "sim/traffic/traffic.h"
 
@@ -132,6 +136,108 @@ void bench_compile(const CompileBenchOptions& o) {
   fmt::print("  relayout steps held at most: {}\n", s.results["relayout_steps_peak"].get<std::uint64_t>());
   fmt::print("compile time: {:.2f} s (goal: under 60 s on this machine); compile + simulate {:.2f} CPU-s; "
              "peak host memory {:.0f} MiB\n", t2 - t0, (t2 - t0) + s.host_cpu_seconds, peak_rss_mib());
+}
+
+namespace {
+
+struct CostTimes {
+  double model = 0, oracle = 0, simulate = 0;
+  std::size_t plans = 0;
+};
+
+// One plan of a one-operator workload: priced `repeat` times by the model and once by the
+// oracle (each pricing from scratch: features, gathers and rings computed anew), then lowered
+// and simulated (lowering's CPU time and the simulation's, not the fork). Returns false when the
+// plan does not fit.
+bool time_plan(const ir::Workload& one, const plan::Plan& p, plan::Target t, const cost::Model& model, int repeat,
+               CostTimes& acc, double& model_cycles, double& simulated_cycles) {
+  schedule::Options so;
+  t.model = &model;
+  so.target = t;
+  const double t0 = sim::process_cpu_seconds();
+  schedule::Schedule sch;
+  for (int r = 0; r < repeat; ++r) sch = schedule::schedule_fixed(one, so, {p}, {p});
+  const double t1 = sim::process_cpu_seconds();
+  cost::Model oracle;
+  oracle.simulate = true;
+  so.target.model = &oracle;
+  schedule::schedule_fixed(one, so, {p}, {p});
+  const double t2 = sim::process_cpu_seconds();
+  lower::Options lo;
+  lo.shift_buffer_bytes = t.shift_buffer_bytes;
+  lower::Lowered low;
+  try {
+    low = lower::lower(one, sch, *t.config, lo);
+  } catch (const lower::FitError&) {
+    return false;
+  }
+  const sim::Program prog = low.program(*t.config);
+  const double t3 = sim::process_cpu_seconds();
+  const sim::SimOutcome o = sim::simulate(*t.config, prog);  // in a child process: its CPU time is reported
+  acc.model += (t1 - t0) / repeat;
+  acc.oracle += t2 - t1;
+  acc.simulate += (t3 - t2) + o.host_cpu_seconds;
+  ++acc.plans;
+  model_cycles = sch.predicted_cycles;
+  simulated_cycles = o.results.at("total_cycles").get<double>();
+  return true;
+}
+
+}  // namespace
+
+void bench_cost(const CostBenchOptions& o) {
+  const sim::Config cfg = sim::load_config(o.config);
+  ir::ModelOptions mo;
+  mo.batch = o.batch;
+  const ir::Workload w = compiler::load_workload(o.workload, mo);
+  cost::Model model;
+  if (!o.calibration.empty()) model = cost::load_calibration(o.calibration, cfg);
+  plan::Target t;
+  t.config = &cfg;
+  t.cores = static_cast<std::int64_t>(cfg.total_cores());
+  // Distinct operators (the layers of a model are one), the costliest first by the analytical
+  // model's best plan.
+  std::vector<std::pair<double, std::size_t>> order;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    const auto& op = w.ops()[i];
+    std::string key = op.expr.text;
+    for (const auto& [a, e] : op.extent) key += fmt::format(";{}={}", a, e);
+    if (!seen.insert(key).second) continue;
+    const ir::Workload one = cost::single_op(w, op);
+    order.push_back({-plan::pareto_front(plan::enumerate_plans(one.ops()[0], one, t)).front().cost.total_cycles, i});
+  }
+  std::sort(order.begin(), order.end());
+  if (order.size() > o.ops) order.resize(o.ops);
+  fmt::print("cost bench: {} distinct operators of {} (batch {}) on {}, {} plans each, priced with {}\n", order.size(),
+             o.workload, o.batch, cfg.name, o.plans_per_op, o.calibration.empty() ? "the analytical weights" : o.calibration);
+  fmt::print("{:<28} {:>5} {:>12} {:>12} {:>12}   {:>10}\n", "operator", "plans", "model us", "oracle ms", "simulate ms",
+             "model err");
+  CostTimes all;
+  for (const auto& [neg, i] : order) {
+    const ir::Workload one = cost::single_op(w, w.ops()[i]);
+    CostTimes acc;
+    double err = 0;
+    for (const auto& p : cost::candidate_plans(one, t, o.plans_per_op, o.seed + i)) {
+      double predicted = 0, simulated = 0;
+      if (!time_plan(one, p, t, model, 20, acc, predicted, simulated)) continue;
+      err += std::abs(predicted - simulated) / simulated;
+    }
+    if (acc.plans == 0) continue;
+    const auto n = static_cast<double>(acc.plans);
+    fmt::print("{:<28} {:>5} {:>12.1f} {:>12.2f} {:>12.2f}   {:>9.1f}%\n", w.ops()[i].name.substr(0, 28), acc.plans,
+               1e6 * acc.model / n, 1e3 * acc.oracle / n, 1e3 * acc.simulate / n, 100 * err / n);
+    all.model += acc.model;
+    all.oracle += acc.oracle;
+    all.simulate += acc.simulate;
+    all.plans += acc.plans;
+  }
+  if (all.plans == 0) throw Error(fmt::format("bench cost: no candidate plan of {} fits {}", o.workload, cfg.name));
+  const auto n = static_cast<double>(all.plans);
+  fmt::print("per plan: model {:.1f} us, oracle {:.2f} ms, simulate {:.2f} ms (CPU time; the model's over 20 pricings)\n",
+             1e6 * all.model / n, 1e3 * all.oracle / n, 1e3 * all.simulate / n);
+  fmt::print("oracle speedup over simulating: {:.1f}\n", all.simulate / all.oracle);
+  fmt::print("pricing speedup: {:.0f}\n", all.simulate / all.model);
 }
 
 namespace {

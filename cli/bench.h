@@ -34,4 +34,18 @@ struct NocBenchOptions {
 // and 90% of saturation; noxim's low rates) and of the 1472-core cross-chip case at 16-128 KiB.
 void bench_noc(const NocBenchOptions& options);
 
+struct CostBenchOptions {
+  std::string config = "configs/ipu-mk2.json";
+  std::string workload = "resnet-18";
+  std::int64_t batch = 1;
+  std::string calibration;      // empty: the analytical weights (same features, same speed)
+  std::size_t ops = 8;          // distinct operators, costliest first by analytical prediction
+  std::size_t plans_per_op = 4; // candidate plans per operator
+  std::uint64_t seed = 1;
+};
+
+// `tessera bench cost`: the same sampled plans priced by the cost model, priced by the oracle
+// (--price-by simulate) and simulated; CPU time per plan of each and `pricing speedup: X`.
+void bench_cost(const CostBenchOptions& options);
+
 }  // namespace tessera::cli

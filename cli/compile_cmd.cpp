@@ -78,8 +78,20 @@ std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& s
 
 compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config& cfg) {
   compiler::CompileOptions o = a.opt;
+  if (a.price_by == "simulate") {
+    if (!a.calibration.empty())
+      throw Error("--price-by simulate prices with the simulator's oracle, not a calibration: drop --calibration, or use --price-by model");
+    o.model.simulate = true;
+  } else if (a.price_by != "model") {
+    throw Error(fmt::format("--price-by '{}': expected model or simulate", a.price_by));
+  }
   if (!a.calibration.empty()) o.model = cost::load_calibration(a.calibration, cfg, a.force_calibration);
   return o;
+}
+
+std::string cost_model_name(const CompileArgs& a) {
+  if (a.price_by == "simulate") return "simulate (oracle)";
+  return a.calibration.empty() ? std::string("analytical") : a.calibration;
 }
 
 void add_model_options(CLI::App* cmd, CompileArgs& a) {
@@ -94,6 +106,10 @@ void add_model_options(CLI::App* cmd, CompileArgs& a) {
   cmd->add_option("--calibration", a.calibration,
                   "cost-model calibration JSON (tessera calibrate; configs/calibrations/<config>.json); default: the analytical model");
   cmd->add_flag("--force-calibration", a.force_calibration, "use the calibration even though it was fitted on another config");
+  cmd->add_option("--price-by", a.price_by,
+                  "model: the cost model prices plans (calibrated with --calibration, else analytical weights); simulate: the "
+                  "oracle, the simulator's compute model and every transfer replayed on its network engine (slow; for comparison)")
+      ->check(CLI::IsMember({"model", "simulate"}))->capture_default_str();
 }
 
 void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
@@ -145,7 +161,7 @@ int run_cmd(const CompileArgs& a) {
   sim::SimOutcome o = sim::simulate(cfg, prog, so);
   Json report = compiler::operator_report(w, c, o.results);
   o.results["planner"] = a.opt.planner;
-  o.results["cost_model"] = a.calibration.empty() ? std::string("analytical") : a.calibration;
+  o.results["cost_model"] = cost_model_name(a);
   o.results["plans_steered_by"] = c.schedule.steered_by;
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
   o.results["operator_table"] = report;

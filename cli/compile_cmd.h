@@ -16,7 +16,11 @@ struct CompileArgs {
   bool save_workload = false;
   std::string calibration;         // cost model file (docs/cost.md); empty: analytical
   bool force_calibration = false;  // use it even if fitted on another config
+  std::string price_by = "model";  // "model" or "simulate" (the oracle, docs/cost.md)
 };
+// What priced the plans, as the results file says: "analytical", the calibration's path, or
+// "simulate (oracle)".
+std::string cost_model_name(const CompileArgs& a);
 
 // Writes `j` to `path`; a file that cannot be written is an Error naming it.
 void write_json(const std::string& path, const Json& j, int indent = 2);

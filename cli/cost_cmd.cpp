@@ -93,7 +93,7 @@ int validate_cmd(const ValidateArgs& a) {
   cost::write_csv(stem + ".ranks.csv", v.ranks);
   const Json summary = cost::to_json(v);
   if (!a.json.empty()) write_json(a.json, summary);
-  const std::string model = a.compile.calibration.empty() ? "analytical model" : a.compile.calibration;
+  const std::string model = cost_model_name(a.compile);
   fmt::print("{} on {} with {}\n", w.name, cfg.name, model);
   fmt::print("{:<12} {:>4} {:>9} {:>8} {:>10} {:>7} {:>9} {:>6}\n", "class", "ops", "MAPE", "R2", "analyt.MAPE", "tau",
              "analyt.tau", "ranked");

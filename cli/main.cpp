@@ -212,6 +212,17 @@ int main(int argc, char** argv) {
   bench_noc->add_option("--chips-config", nbopt.chips_config, "two-chip system for the cross-chip case")->capture_default_str();
   bench_noc->add_option("--measure", nbopt.measure_cycles, "measured cycles per traffic run")->capture_default_str();
 
+  tessera::cli::CostBenchOptions cobopt;
+  auto* bench_cost = bench->add_subcommand("cost", "the cost model's pricing speed against the oracle and the simulator, "
+                                                   "on the same sampled plans; prints `pricing speedup: X`");
+  bench_cost->add_option("--config", cobopt.config, "hardware config")->capture_default_str();
+  bench_cost->add_option("--workload", cobopt.workload, "model, workload JSON or ONNX file whose operators are sampled")->capture_default_str();
+  bench_cost->add_option("--batch", cobopt.batch, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_cost->add_option("--calibration", cobopt.calibration, "calibration JSON (default: the analytical weights)");
+  bench_cost->add_option("--ops", cobopt.ops, "distinct operators, costliest first")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_cost->add_option("--plans", cobopt.plans_per_op, "candidate plans per operator")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_cost->add_option("--seed", cobopt.seed, "seed of the plan sampling")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -243,6 +254,10 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return tessera::cli::sweep_cmd(sweepa);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);
+      return 0;
+    }
+    if (bench_cost->parsed()) {
+      tessera::cli::bench_cost(cobopt);
       return 0;
     }
     if (bench_noc->parsed()) {

@@ -47,9 +47,10 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   so.target.min_parallelism = o.min_parallelism;
   so.target.min_padding_ratio = o.min_padding_ratio;
   so.reserve_bytes = o.reserve_bytes;
-  if (o.model.calibrated()) {
+  if (o.model.calibrated() || o.model.simulate) {
     // VGM is the baseline the cost model is compared against; it keeps the analytical model.
-    if (o.planner != "t10") throw Error("a calibration prices t10 plans; the vgm baseline keeps the analytical model");
+    if (o.planner != "t10")
+      throw Error("a calibration (or --price-by simulate) prices t10 plans; the vgm baseline keeps the analytical model");
     so.target.model = &o.model;
   }
   Compiled c;

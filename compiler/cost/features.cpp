@@ -129,36 +129,46 @@ double Fabric::port_time(Bytes bytes) const {
   return std::max(std::ceil(b / static_cast<double>(packet_bytes_)), b / std::min(send_bw_, recv_bw_));
 }
 
-GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
+GatherFeatures Fabric::gather(const std::vector<Message>& messages, double sample_stride) const {
   GatherFeatures f;
   if (messages.empty()) return f;
   const std::uint32_t cores = cfg_.total_cores(), chips = cfg_.system.chips;
-  std::vector<double> sent(cores, 0), recv(cores, 0), local(cores, 0), sends(cores, 0), recvs(cores, 0);
-  std::vector<double> links(rows_ ? static_cast<std::size_t>(cores) * 4 : 0, 0), chip_out(chips, 0), chip_in(chips, 0);
+  for (auto* v : {&sent_, &recv_, &local_, &sends_, &recvs_}) v->assign(cores, 0);
+  links_.assign(rows_ ? static_cast<std::size_t>(cores) * 4 : 0, 0);
+  chip_out_.assign(chips, 0);
+  chip_in_.assign(chips, 0);
+  auto& sent = sent_;
+  auto& recv = recv_;
+  auto& local = local_;
+  auto& sends = sends_;
+  auto& recvs = recvs_;
+  auto& links = links_;
+  auto& chip_out = chip_out_;
+  auto& chip_in = chip_in_;
   for (const Message& m : messages) {
     const auto b = static_cast<double>(m.bytes);
     if (m.from == m.to) {  // a copy on the vector unit, issued per piece
       local[m.from] += copy_cycles(m.bytes);
       continue;
     }
-    const double d = port_time(m.bytes);
-    sent[m.from] += d;
+    const double d = port_time(m.bytes), k = sample_stride;
+    sent[m.from] += d * k;
     recv[m.to] += d;
-    sends[m.from] += 1;
+    sends[m.from] += k;
     recvs[m.to] += 1;
     const std::uint32_t cf = m.from / chip_cores_, ct = m.to / chip_cores_;
     if (cf != ct) {
-      chip_out[cf] += b;
-      chip_in[ct] += b;
+      chip_out[cf] += b * k;
+      chip_in[ct] += b * k;
     } else if (rows_) {
-      route(m.from, m.to, b, links);
+      route(m.from, m.to, b * k, links);
     }
     const double lat = latency_ + hops(m.from, m.to) * hop_latency_ + (cf != ct ? chip_latency_ : 0);
     f.latency_cycles = std::max(f.latency_cycles, lat);
   }
   for (std::uint32_t c = 0; c < cores; ++c) {
     f.port_cycles = std::max({f.port_cycles, sent[c], recv[c]});
-    f.messages = std::max({f.messages, sends[c], recvs[c]});
+    f.messages = std::max({f.messages, std::round(sends[c]), recvs[c]});
     f.local_cycles = std::max(f.local_cycles, local[c]);
   }
   for (double l : links) f.link_cycles = std::max(f.link_cycles, l / link_bw_);

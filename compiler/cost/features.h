@@ -53,7 +53,9 @@ struct GatherFeatures {
 class Fabric {
  public:
   explicit Fabric(const sim::Config& cfg);
-  GatherFeatures gather(const std::vector<Message>& messages) const;
+  // `messages` may be those of a sample of the receiving cores, one in `sample_stride`: what
+  // receivers see is theirs, what senders and links carry is scaled up by the stride.
+  GatherFeatures gather(const std::vector<Message>& messages, double sample_stride = 1) const;
   // A shift round: every (sender, receiver) pair moves `bytes` at once.
   GatherFeatures round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) const;
   // A local copy of `bytes` (fp16) on the vector unit: issue plus lane groups.
@@ -70,6 +72,8 @@ class Fabric {
   Bytes packet_bytes_ = 256;
   bool torus_ = false;
   double copy_cycles_per_group_ = 1, lanes_ = 1, vector_issue_ = 0;
+  // Scratch of gather(), per core, per link and per chip (kept to allocate once per fabric).
+  mutable std::vector<double> sent_, recv_, local_, sends_, recvs_, links_, chip_out_, chip_in_;
 };
 
 }  // namespace tessera::cost

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "compiler/cost/exchange.h"
@@ -83,9 +84,11 @@ class Exchanges {
  public:
   Exchanges(const ir::Workload& w, const Options& o)
       : w_(w), cfg_(*o.target.config), view_cores_(cfg_.total_cores()),
-        shift_buffer_bytes_(o.target.shift_buffer_bytes), fabric_(cfg_), replay_(cfg_) {
+        shift_buffer_bytes_(o.target.shift_buffer_bytes), fabric_(cfg_) {
     for (const auto& op : w.ops()) models_.push_back(&o.target.model_for(op));
-    oracle_ = o.target.model && o.target.model->simulate;
+    // The oracle's network engine is built only where it prices (it is large on big chips).
+    if (o.target.model && o.target.model->simulate) replay_ = std::make_unique<cost::ExchangeReplay>(cfg_);
+    oracle_ = replay_ != nullptr;
   }
 
   // Sets the shift features of candidate plans of `op` that depend on the rings (and, for the
@@ -257,17 +260,33 @@ class Exchanges {
     }
     auto it = layouts_.find(h);
     if (it == layouts_.end()) {
-      std::vector<lower::Piece> pieces;
-      std::vector<cost::Message> messages;
+      // The messages as compact records (no boxes kept): pricing many candidate pairs allocates
+      // once per gather, not once per piece.
+      // On a big chip, the pieces of one receiving core in kSampleStride (every core's when
+      // there are few): gathers are regular, and pricing stays well under a millisecond.
+      messages_.clear();
+      const std::size_t stride = view_cores_ > 4 * kSampleCores ? view_cores_ / kSampleCores : 1;
       for (const auto& [x, sd] : layouts) {
-        auto more = lower::relayout_pieces(x->shape, sd.first, sd.second);
-        for (const auto& piece : more)
-          messages.push_back({static_cast<std::uint32_t>(piece.from), static_cast<std::uint32_t>(piece.to),
-                              static_cast<Bytes>(piece.box.elements()) * dtype_bytes(x->dtype)});
-        if (oracle_) pieces.insert(pieces.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        const Bytes element = dtype_bytes(x->dtype);
+        std::vector<sim::View> sampled = sd.second;
+        if (stride > 1)
+          for (std::size_t c = 0; c < sampled.size(); ++c)
+            if (c % stride != stride / 2) sampled[c].tensor.clear();
+        sim::for_each_piece(sim::layout_of(x->shape, sd.first), sim::layout_of(x->shape, sampled),
+                            [&](std::uint32_t from, std::uint32_t to, const sim::Box& b) {
+                              messages_.push_back({from, to, static_cast<Bytes>(b.elements()) * element});
+                            });
       }
-      Moved m{fabric_.gather(messages), oracle_ ? replay_.cycles(pieces) : 0.0};
-      it = layouts_.emplace(h, m).first;
+      double replayed = 0;
+      if (oracle_) {
+        std::vector<lower::Piece> pieces;
+        for (const auto& [x, sd] : layouts) {
+          auto more = lower::relayout_pieces(x->shape, sd.first, sd.second);
+          pieces.insert(pieces.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        }
+        replayed = replay_->cycles(pieces);
+      }
+      it = layouts_.emplace(h, Moved{fabric_.gather(messages_, static_cast<double>(stride)), replayed}).first;
     }
     return memo_[key] = it->second;
   }
@@ -301,7 +320,7 @@ class Exchanges {
     const std::uint64_t h = ring_key(p, k);
     auto it = replayed_rings_.find({h, bytes});
     if (it == replayed_rings_.end())
-      it = replayed_rings_.emplace(std::make_pair(h, bytes), replay_.round(pairs(op, p, k, h), bytes)).first;
+      it = replayed_rings_.emplace(std::make_pair(h, bytes), replay_->round(pairs(op, p, k, h), bytes)).first;
     return it->second;
   }
 
@@ -311,7 +330,9 @@ class Exchanges {
   Bytes shift_buffer_bytes_;
   bool oracle_ = false;
   cost::Fabric fabric_;
-  cost::ExchangeReplay replay_;
+  std::unique_ptr<cost::ExchangeReplay> replay_;  // the oracle only
+  std::vector<cost::Message> messages_;            // scratch of moved()
+  static constexpr std::size_t kSampleCores = 64;   // receiving cores whose pieces price a gather
   std::vector<const cost::ClassModel*> models_;
   std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, Moved> memo_;
   std::map<std::uint64_t, Moved> layouts_;
