@@ -15,11 +15,14 @@ namespace {
 void write_samples_csv(const std::string& path, const std::vector<cost::Sample>& samples, const cost::Model& m) {
   std::ofstream out(path);
   if (!out) throw Error(fmt::format("{}: cannot write file", path));
-  out << "class,shape,held_out,expr,plan";
+  out << "class,config,shape,held_out,held_out_config,expr,plan";
   for (const char* f : cost::feature_names()) out << "," << f;
   out << ",oracle_compute,oracle_shift,oracle_input,oracle_setup,analytical_cycles,calibrated_cycles,oracle_cycles,simulated_cycles\n";
   for (const auto& s : samples) {
-    out << fmt::format("{},{},{},{},{}", s.cls, s.shape, s.held_out ? 1 : 0, cost::csv_quote(s.expr), cost::csv_quote(s.plan));
+    const auto& cfgs = s.held_out_config ? m.held_out_configs : m.configs;
+    const std::size_t k = s.held_out_config ? s.config - m.configs.size() : s.config;
+    out << fmt::format("{},{},{},{},{},{},{}", s.cls, cost::csv_quote(cfgs.at(k).first), s.shape, s.held_out ? 1 : 0,
+                       s.held_out_config ? 1 : 0, cost::csv_quote(s.expr), cost::csv_quote(s.plan));
     for (double f : cost::features(s.terms)) out << fmt::format(",{}", f);
     const auto& o = s.terms.oracle;
     out << fmt::format(",{},{},{},{}", o.compute, o.shift, o.input, o.setup);
@@ -32,7 +35,10 @@ void write_samples_csv(const std::string& path, const std::vector<cost::Sample>&
 }  // namespace
 
 void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
-  cmd->add_option("--config", a.config, "hardware config JSON to calibrate for (docs/config.md)")->required();
+  cmd->add_option("--config", a.configs, "hardware config JSON to calibrate for (docs/config.md); repeat it to fit a "
+                                         "family of configs with one set of weights")->required();
+  cmd->add_option("--hold-out-config", a.held_out_configs, "a config of the family sampled but never fitted: its error is "
+                                                           "the held-out-config figure (repeatable)");
   cmd->add_option("--out", a.out, "write the calibration JSON here (docs/cost.md)")->required();
   cmd->add_option("--ops", a.opt.classes, fmt::format("operator classes to calibrate, comma-separated (default: all of {})",
                                                       fmt::join(cost::op_classes(), ",")))
@@ -46,26 +52,34 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
 }
 
 int calibrate_cmd(const CalibrateArgs& a) {
-  const sim::Config cfg = sim::load_config(a.config);
+  std::vector<sim::Config> cfgs;
+  for (const auto& path : a.configs) cfgs.push_back(sim::load_config(path));
+  for (const auto& path : a.held_out_configs) cfgs.push_back(sim::load_config(path));
+  std::vector<const sim::Config*> fitted, held;
+  for (std::size_t i = 0; i < cfgs.size(); ++i) (i < a.configs.size() ? fitted : held).push_back(&cfgs[i]);
   cost::CalibrateOptions o = a.opt;
   o.progress = [](const std::string& line) { fmt::print(stderr, "calibrate: {}\n", line); };
   const double t0 = sim::process_cpu_seconds();
-  const cost::Calibration cal = cost::calibrate(cfg, o);
+  const cost::Calibration cal = cost::calibrate(fitted, held, o);
   cost::save_calibration(a.out, cal.model);
   if (!a.csv.empty()) write_samples_csv(a.csv, cal.samples, cal.model);
-  fmt::print("{:<12} {:>7} {:>9} {:>8} {:>10} {:>9} {:>7}   weights (", "class", "samples", "fit MAPE", "fit R2",
-             "held MAPE", "held R2", "tau");
+  fmt::print("{:<12} {:>7} {:>9} {:>9} {:>9} {:>7} {:>11} {:>9}   weights (", "class", "samples", "fit MAPE", "held MAPE",
+             "held R2", "tau", "config MAPE", "config tau");
   for (std::size_t f = 0; f < cost::kFeatures; ++f) fmt::print("{}{}", f ? ", " : "", cost::feature_names()[f]);
   fmt::print(")\n");
   for (const auto& [cls, m] : cal.model.classes) {
-    fmt::print("{:<12} {:>7} {:>8.2f}% {:>8.4f} {:>9.2f}% {:>9.4f} {:>7.3f}   ", cls, m.fit.samples + m.held_out.samples,
-               100 * m.fit.mape, m.fit.r2, 100 * m.held_out.mape, m.held_out.r2, m.held_out.kendall_tau);
+    fmt::print("{:<12} {:>7} {:>8.2f}% {:>8.2f}% {:>9.4f} {:>7.3f} ", cls, m.fit.samples + m.held_out.samples,
+               100 * m.fit.mape, 100 * m.held_out.mape, m.held_out.r2, m.held_out.kendall_tau);
+    if (m.held_out_configs.samples) fmt::print("{:>10.2f}% {:>9.3f}   ", 100 * m.held_out_configs.mape, m.held_out_configs.kendall_tau);
+    else fmt::print("{:>11} {:>9}   ", "-", "-");
     for (std::size_t f = 0; f < cost::kFeatures; ++f) fmt::print("{}{:.4g}", f ? " " : "", m.coef[f]);
     fmt::print("\n");
   }
-  fmt::print("{}: {} samples on {} (fingerprint {}), {:.1f} CPU-s (simulations run in child processes: add their time "
-             "from `time`); calibration written to {}\n",
-             cfg.name, cal.model.samples, a.config, cfg.fingerprint, sim::process_cpu_seconds() - t0, a.out);
+  std::vector<std::string> names;
+  for (const auto& c : fitted) names.push_back(c->name);
+  fmt::print("{}: {} samples, {:.1f} CPU-s (simulations run in child processes: add their time from `time`); "
+             "calibration written to {}\n",
+             fmt::format("{}", fmt::join(names, ", ")), cal.model.samples, sim::process_cpu_seconds() - t0, a.out);
   return 0;
 }
 

@@ -11,7 +11,8 @@
 namespace tessera::cli {
 
 struct CalibrateArgs {
-  std::string config, out, csv;
+  std::vector<std::string> configs, held_out_configs;  // --config (repeatable), --hold-out-config
+  std::string out, csv;
   cost::CalibrateOptions opt;  // --ops sets opt.classes
 };
 

@@ -369,57 +369,97 @@ std::vector<Sample> sample_class(const std::string& cls, std::size_t want, const
   return got;
 }
 
-// Fits on the shapes not held out; measures on the held-out ones, ranking included (tau between
-// predicted and simulated times over each held-out shape's plans).
-ClassModel fit_class(const std::vector<Sample>& got) {
-  std::vector<Terms> fx, hx;
-  std::vector<double> fy, hy;
-  for (const auto& s : got) {
-    (s.held_out ? hx : fx).push_back(s.terms);
-    (s.held_out ? hy : fy).push_back(s.simulated_cycles);
+// Kendall's tau between predicted and simulated times over each shape's plans, averaged over
+// the shapes with at least two plans.
+void rank_stats(const ClassModel& m, const std::vector<const Sample*>& got, FitStats& st) {
+  std::map<std::pair<std::size_t, std::size_t>, std::pair<std::vector<double>, std::vector<double>>> groups;
+  for (const Sample* s : got) {
+    auto& g = groups[{s->config, s->shape}];
+    g.first.push_back(m.predict(s->terms).total());
+    g.second.push_back(s->simulated_cycles);
   }
-  ClassModel m = fit(fx, fy);
-  m.held_out = stats(m, hx, hy);
-  std::map<std::size_t, std::pair<std::vector<double>, std::vector<double>>> groups;
-  for (const auto& s : got)
-    if (s.held_out) {
-      groups[s.shape].first.push_back(m.predict(s.terms).total());
-      groups[s.shape].second.push_back(s.simulated_cycles);
-    }
   double tau = 0;
+  st.tau_groups = 0;
   for (const auto& [shape, g] : groups)
     if (g.first.size() >= 2) {
       tau += kendall_tau(g.first, g.second);
-      ++m.held_out.tau_groups;
+      ++st.tau_groups;
     }
-  m.held_out.kendall_tau = m.held_out.tau_groups ? tau / static_cast<double>(m.held_out.tau_groups) : 0;
+  st.kendall_tau = st.tau_groups ? tau / static_cast<double>(st.tau_groups) : 0;
+}
+
+FitStats stats_on(const ClassModel& m, const std::vector<const Sample*>& got) {
+  std::vector<Terms> x;
+  std::vector<double> y;
+  for (const Sample* s : got) {
+    x.push_back(s->terms);
+    y.push_back(s->simulated_cycles);
+  }
+  FitStats st = stats(m, x, y);
+  rank_stats(m, got, st);
+  return st;
+}
+
+// Fits on the fitted configs' shapes that are not held out; measures on the held-out shapes
+// (MAPE, R2, and Kendall's tau over each shape's plans) and on the held-out configs.
+ClassModel fit_class(const std::vector<Sample>& got) {
+  std::vector<Terms> fx;
+  std::vector<double> fy;
+  std::vector<const Sample*> shapes, configs;
+  for (const auto& s : got) {
+    if (s.held_out_config) configs.push_back(&s);
+    else if (s.held_out) shapes.push_back(&s);
+    else {
+      fx.push_back(s.terms);
+      fy.push_back(s.simulated_cycles);
+    }
+  }
+  ClassModel m = fit(fx, fy);
+  m.held_out = stats_on(m, shapes);
+  m.held_out_configs = stats_on(m, configs);
   return m;
 }
 
 }  // namespace
 
-Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o) {
+Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o) { return calibrate({&cfg}, {}, o); }
+
+Calibration calibrate(const std::vector<const sim::Config*>& fitted, const std::vector<const sim::Config*>& held_out,
+                      const CalibrateOptions& o) {
+  if (fitted.empty()) throw Error("calibrate: expected at least one config to fit on");
   if (o.classes.empty()) throw Error("calibrate: expected at least one operator class");
   if (o.plans_per_shape < 1) throw Error("calibrate: expected at least one plan per shape");
   for (const auto& c : o.classes)
     if (std::find(op_classes().begin(), op_classes().end(), c) == op_classes().end())
       throw Error(fmt::format("calibrate: operator class '{}': expected one of {}", c, fmt::join(op_classes(), ", ")));
-  if (o.samples < 8 * o.classes.size())
-    throw Error(fmt::format("calibrate: {} samples for {} classes; expected at least 8 per class", o.samples, o.classes.size()));
-  plan::Target t;
-  t.config = &cfg;
-  t.cores = static_cast<std::int64_t>(cfg.total_cores());
-  t.shift_buffer_bytes = o.shift_buffer_bytes;
-  const Budget b = budget(cfg);
+  const std::size_t per = o.samples / o.classes.size() / fitted.size();  // per class and config
+  if (per < 8)
+    throw Error(fmt::format("calibrate: {} samples for {} classes on {} configs; expected at least 8 per class and config",
+                            o.samples, o.classes.size(), fitted.size()));
+  std::vector<const sim::Config*> all = fitted;
+  all.insert(all.end(), held_out.begin(), held_out.end());
   Calibration cal;
-  cal.model.config_name = cfg.name;
-  cal.model.config_fingerprint = cfg.fingerprint;
+  for (const sim::Config* c : fitted) cal.model.configs.push_back({c->name, c->fingerprint});
+  for (const sim::Config* c : held_out) cal.model.held_out_configs.push_back({c->name, c->fingerprint});
   cal.model.seed = o.seed;
   for (std::size_t ci = 0; ci < o.classes.size(); ++ci) {
-    Rng r(o.seed * 1000003 + ci);
-    std::vector<Sample> got = sample_class(o.classes[ci], o.samples / o.classes.size(), t, b, o, r);
+    std::vector<Sample> got;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      plan::Target t;
+      t.config = all[k];
+      t.cores = static_cast<std::int64_t>(all[k]->total_cores());
+      t.shift_buffer_bytes = o.shift_buffer_bytes;
+      // The first config draws the shapes it always drew; others draw their own.
+      Rng r(o.seed * 1000003 + ci + 7919 * k);
+      if (o.progress && all.size() > 1) o.progress(fmt::format("{}{}", all[k]->name, k < fitted.size() ? "" : " (held out)"));
+      for (Sample& s : sample_class(o.classes[ci], per, t, budget(*all[k]), o, r)) {
+        s.config = k;
+        s.held_out_config = k >= fitted.size();
+        got.push_back(std::move(s));
+      }
+    }
     cal.model.classes[o.classes[ci]] = fit_class(got);
-    cal.model.samples += got.size();
+    for (const auto& s : got) cal.model.samples += s.held_out_config ? 0 : 1;
     for (auto& s : got) cal.samples.push_back(std::move(s));
   }
   return cal;

@@ -20,8 +20,10 @@ namespace tessera::cost {
 
 struct Sample {
   std::string cls;
+  std::size_t config = 0;      // index of its config (fitted ones first, then held-out ones)
   std::size_t shape = 0;       // index of the shape (its plans share it)
-  bool held_out = false;
+  bool held_out = false;       // a held-out shape of a fitted config
+  bool held_out_config = false;  // a sample of a held-out config (never fitted)
   std::string expr, plan;      // the operator as written, the plan as described
   Terms terms;                 // analytical terms: the features
   double simulated_cycles = 0;
@@ -45,6 +47,10 @@ struct Calibration {
 };
 
 Calibration calibrate(const sim::Config& cfg, const CalibrateOptions& o);
+// A config family: fitted on samples of every config of `fitted` (o.samples split evenly over
+// them), measured on held-out shapes of those and on as many samples of each `held_out` config.
+Calibration calibrate(const std::vector<const sim::Config*>& fitted, const std::vector<const sim::Config*>& held_out,
+                      const CalibrateOptions& o);
 
 // Runs a small workload on the simulator with the given active and idle plan per operator; fills
 // the sample's terms and simulated cycles from its last operator. Throws lower::FitError when it

@@ -129,7 +129,7 @@ double Fabric::port_time(Bytes bytes) const {
   return std::max(std::ceil(b / static_cast<double>(packet_bytes_)), b / std::min(send_bw_, recv_bw_));
 }
 
-GatherFeatures Fabric::gather(const std::vector<Message>& messages, double sample_stride) const {
+GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
   GatherFeatures f;
   if (messages.empty()) return f;
   const std::uint32_t cores = cfg_.total_cores(), chips = cfg_.system.chips;
@@ -151,32 +151,57 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages, double sampl
       local[m.from] += copy_cycles(m.bytes);
       continue;
     }
-    const double d = port_time(m.bytes), k = sample_stride;
-    sent[m.from] += d * k;
+    const double d = port_time(m.bytes);
+    sent[m.from] += d;
     recv[m.to] += d;
-    sends[m.from] += k;
+    sends[m.from] += 1;
     recvs[m.to] += 1;
     const std::uint32_t cf = m.from / chip_cores_, ct = m.to / chip_cores_;
     if (cf != ct) {
-      chip_out[cf] += b * k;
-      chip_in[ct] += b * k;
+      chip_out[cf] += b;
+      chip_in[ct] += b;
     } else if (rows_) {
-      route(m.from, m.to, b * k, links);
+      route(m.from, m.to, b, links);
     }
     const double lat = latency_ + hops(m.from, m.to) * hop_latency_ + (cf != ct ? chip_latency_ : 0);
     f.latency_cycles = std::max(f.latency_cycles, lat);
   }
   for (std::uint32_t c = 0; c < cores; ++c) {
     f.port_cycles = std::max({f.port_cycles, sent[c], recv[c]});
-    f.messages = std::max({f.messages, std::round(sends[c]), recvs[c]});
+    f.messages = std::max({f.messages, sends[c], recvs[c]});
     f.local_cycles = std::max(f.local_cycles, local[c]);
   }
   for (double l : links) f.link_cycles = std::max(f.link_cycles, l / link_bw_);
   for (std::uint32_t c = 0; c < chips; ++c) f.link_cycles = std::max({f.link_cycles, chip_out[c] / chip_bw_, chip_in[c] / chip_bw_});
-  // A message may wait for everything else its sender sends and its receiver receives.
-  for (const Message& m : messages)
-    if (m.from != m.to) f.conflict_cycles = std::max(f.conflict_cycles, sent[m.from] + recv[m.to] - port_time(m.bytes));
+  f.order_cycles = in_order(messages);
   return f;
+}
+
+// The gather as the program orders it: each core sends its messages one after another, in the
+// order of the list (by receiving core), and a message holds its sender's port until the
+// receiver's port takes it; a receiver takes the waiting senders oldest first. Receivers come in
+// list order, and every sender's earlier messages go to earlier receivers, so one pass over the
+// list schedules them: a max-plus recurrence, O(messages log messages).
+double Fabric::in_order(const std::vector<Message>& messages) const {
+  free_.assign(sent_.size(), 0);
+  taken_.assign(sent_.size(), 0);
+  std::vector<double>& receiver_free = taken_;
+  double end = 0;
+  for (std::size_t i = 0; i < messages.size();) {
+    const std::uint32_t to = messages[i].to;
+    waiting_.clear();
+    for (; i < messages.size() && messages[i].to == to; ++i)
+      if (messages[i].from != to) waiting_.push_back({free_[messages[i].from], port_time(messages[i].bytes), messages[i].from});
+    std::stable_sort(waiting_.begin(), waiting_.end(), [](const Waiting& a, const Waiting& b) { return a.ready < b.ready; });
+    double t = receiver_free[to];
+    for (const Waiting& w : waiting_) {
+      t = std::max(t, w.ready) + w.duration;
+      free_[w.from] = t;
+    }
+    receiver_free[to] = t;
+    end = std::max(end, t);
+  }
+  return end;
 }
 
 double Fabric::copy_cycles(Bytes bytes) const {

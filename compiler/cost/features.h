@@ -42,7 +42,7 @@ struct Message {
 struct GatherFeatures {
   double port_cycles = 0;      // busiest core port: max over cores of its messages' port time (bytes / bandwidth, in whole cycles per exchange message or at least one per mesh packet)
   double link_cycles = 0;      // busiest link: mesh links under X-then-Y routing, and chip-to-chip links
-  double conflict_cycles = 0;  // longest two-port chain: max over messages of its sender's and receiver's loads
+  double order_cycles = 0;     // the messages in program order under port holding (a max-plus recurrence), until the last is taken
   double messages = 0;         // most messages any core sends or receives
   double local_cycles = 0;     // most local copying on a core, on the vector unit (per piece: issue + lane groups)
   double latency_cycles = 0;   // the longest path's fixed latency (exchange latency, or hops x hop latency)
@@ -53,9 +53,8 @@ struct GatherFeatures {
 class Fabric {
  public:
   explicit Fabric(const sim::Config& cfg);
-  // `messages` may be those of a sample of the receiving cores, one in `sample_stride`: what
-  // receivers see is theirs, what senders and links carry is scaled up by the stride.
-  GatherFeatures gather(const std::vector<Message>& messages, double sample_stride = 1) const;
+  // `messages` in the order the program issues them (by receiving core).
+  GatherFeatures gather(const std::vector<Message>& messages) const;
   // A shift round: every (sender, receiver) pair moves `bytes` at once.
   GatherFeatures round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) const;
   // A local copy of `bytes` (fp16) on the vector unit: issue plus lane groups.
@@ -64,6 +63,7 @@ class Fabric {
  private:
   double hops(std::uint32_t from, std::uint32_t to) const;
   double port_time(Bytes bytes) const;
+  double in_order(const std::vector<Message>& messages) const;
   void route(std::uint32_t from, std::uint32_t to, double bytes, std::vector<double>& link_bytes) const;
   const sim::Config& cfg_;
   double send_bw_ = 1, recv_bw_ = 1, link_bw_ = 1, chip_bw_ = 1, hop_latency_ = 0, latency_ = 0;
@@ -73,7 +73,12 @@ class Fabric {
   bool torus_ = false;
   double copy_cycles_per_group_ = 1, lanes_ = 1, vector_issue_ = 0;
   // Scratch of gather(), per core, per link and per chip (kept to allocate once per fabric).
-  mutable std::vector<double> sent_, recv_, local_, sends_, recvs_, links_, chip_out_, chip_in_;
+  mutable std::vector<double> sent_, recv_, local_, sends_, recvs_, links_, chip_out_, chip_in_, free_, taken_;
+  struct Waiting {
+    double ready, duration;
+    std::uint32_t from;
+  };
+  mutable std::vector<Waiting> waiting_;
 };
 
 }  // namespace tessera::cost

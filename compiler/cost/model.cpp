@@ -16,9 +16,9 @@ const std::array<const char*, kFeatures>& feature_names() {
   static const std::array<const char*, kFeatures> names{
       "mac_cycles", "fetch_cycles", "writeback_cycles", "vector_cycles", "steps",
       "shift_cycles", "shift_link_cycles", "sync_cycles",
-      "input_port_cycles", "input_link_cycles", "input_conflict_cycles", "input_messages",
+      "input_port_cycles", "input_link_cycles", "input_order_cycles", "input_messages",
       "input_local_cycles", "input_latency_cycles",
-      "setup_port_cycles", "setup_link_cycles", "setup_conflict_cycles", "setup_messages",
+      "setup_port_cycles", "setup_link_cycles", "setup_order_cycles", "setup_messages",
       "setup_local_cycles", "setup_latency_cycles", "constant"};
   return names;
 }
@@ -26,9 +26,9 @@ const std::array<const char*, kFeatures>& feature_names() {
 Vec features(const Terms& t) {
   return {t.mac_cycles, t.fetch_cycles, t.writeback_cycles, t.vector_cycles, t.steps,
           t.shift_cycles, t.shift_link_cycles, t.sync_cycles,
-          t.input_port_cycles, t.input_link_cycles, t.input_conflict_cycles, t.input_messages,
+          t.input_port_cycles, t.input_link_cycles, t.input_order_cycles, t.input_messages,
           t.input_local_cycles, t.input_latency_cycles,
-          t.setup_port_cycles, t.setup_link_cycles, t.setup_conflict_cycles, t.setup_messages,
+          t.setup_port_cycles, t.setup_link_cycles, t.setup_order_cycles, t.setup_messages,
           t.setup_local_cycles, t.setup_latency_cycles, 1.0};
 }
 
@@ -136,12 +136,18 @@ Json Model::to_json() const {
   for (const auto& [name, m] : classes) {
     Json coef = Json::object();
     for (std::size_t f = 0; f < kFeatures; ++f) coef[feature_names()[f]] = m.coef[f];
-    cls[name] = Json{{"coefficients", coef}, {"fit", stats_json(m.fit)}, {"held_out", stats_json(m.held_out)}};
+    cls[name] = Json{{"coefficients", coef}, {"fit", stats_json(m.fit)}, {"held_out", stats_json(m.held_out)},
+                     {"held_out_configs", stats_json(m.held_out_configs)}};
   }
   Json feats = Json::array();
   for (const char* f : feature_names()) feats.push_back(f);
-  return Json{{"format", "tessera-calibration"}, {"version", 2},     {"config", config_name},
-              {"config_fingerprint", config_fingerprint},          {"seed", seed},
+  auto list = [](const std::vector<std::pair<std::string, std::string>>& v) {
+    Json a = Json::array();
+    for (const auto& [name, fp] : v) a.push_back(Json{{"name", name}, {"fingerprint", fp}});
+    return a;
+  };
+  return Json{{"format", "tessera-calibration"}, {"version", 2},     {"configs", list(configs)},
+              {"held_out_configs", list(held_out_configs)},       {"seed", seed},
               {"samples", samples},  {"features", feats},          {"classes", cls}};
 }
 
@@ -159,8 +165,18 @@ Model load_calibration(const std::string& path, const sim::Config& cfg, bool for
   if (r.u64("version") != 2)
     r.fail("version", "expected 2 (version 1 files weighed the replayed exchange; recalibrate with `tessera calibrate`)");
   Model m;
-  m.config_name = r.string("config");
-  m.config_fingerprint = r.string("config_fingerprint");
+  for (const char* key : {"configs", "held_out_configs"}) {
+    const Json& list = r.value(key);
+    if (!list.is_array()) r.fail(key, "expected a list of {\"name\", \"fingerprint\"}");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string at = fmt::format("{}[{}]", key, i);
+      if (!list[i].is_object()) r.fail(at, "expected {\"name\", \"fingerprint\"}");
+      JsonReader c(list[i], path, at + ".", 'c');
+      (key == std::string("configs") ? m.configs : m.held_out_configs).push_back({c.string("name"), c.string("fingerprint")});
+      c.reject_unknown_keys();
+    }
+  }
+  if (m.configs.empty()) r.fail("configs", "expected at least one config the calibration was fitted on");
   m.seed = r.u64("seed");
   m.samples = r.u64("samples");
   const Json& feats = r.value("features");
@@ -182,14 +198,22 @@ Model load_calibration(const std::string& path, const sim::Config& cfg, bool for
     coef.reject_unknown_keys();
     cm.fit = read_stats(c.object("fit"));
     cm.held_out = read_stats(c.object("held_out"));
+    cm.held_out_configs = read_stats(c.object("held_out_configs"));
     c.reject_unknown_keys();
     m.classes[name] = cm;
   }
   r.reject_unknown_keys();
-  if (!force && m.config_fingerprint != cfg.fingerprint)
-    throw Error(fmt::format("{}: fitted on config '{}' (fingerprint {}), but the config is '{}' (fingerprint {}); "
-                            "recalibrate with `tessera calibrate --config ...`, or force its use",
-                            path, m.config_name, m.config_fingerprint, cfg.name, cfg.fingerprint));
+  bool fitted = false;
+  std::vector<std::string> names;
+  for (const auto& [name, fp] : m.configs) {
+    fitted = fitted || fp == cfg.fingerprint;
+    names.push_back(fmt::format("'{}' (fingerprint {})", name, fp));
+  }
+  if (!force && !fitted)
+    throw Error(fmt::format("{}: fitted on config {}, but the config is '{}' (fingerprint {}); recalibrate with "
+                            "`tessera calibrate --config ...`, or force its use (a family calibration's error on "
+                            "configs it never saw is its held_out_configs figure)",
+                            path, fmt::join(names, ", "), cfg.name, cfg.fingerprint));
   return m;
 }
 

@@ -28,9 +28,9 @@ struct Terms {
   double sync_cycles = 0;      // one barrier per rotated piece, at the config's sync latency
   // Gathering activation inputs into the plan's layout, and weights from their idle layout into
   // the active one (setup): the gather's features (features.h, GatherFeatures).
-  double input_port_cycles = 0, input_link_cycles = 0, input_conflict_cycles = 0, input_messages = 0,
+  double input_port_cycles = 0, input_link_cycles = 0, input_order_cycles = 0, input_messages = 0,
          input_local_cycles = 0, input_latency_cycles = 0;
-  double setup_port_cycles = 0, setup_link_cycles = 0, setup_conflict_cycles = 0, setup_messages = 0,
+  double setup_port_cycles = 0, setup_link_cycles = 0, setup_order_cycles = 0, setup_messages = 0,
          setup_local_cycles = 0, setup_latency_cycles = 0;
   // Not features: what `--price-by simulate` (the oracle) prices with, set only in that mode: the
   // simulator's compute model, and the shifts and gathers replayed on its network engine
@@ -43,8 +43,8 @@ struct Terms {
 // Feature order (coefficient indices): the terms above and a constant.
 enum Feature : std::size_t {
   kMac, kFetch, kWriteback, kVector, kSteps, kShift, kShiftLink, kSync,
-  kInputPort, kInputLink, kInputConflict, kInputMessages, kInputLocal, kInputLatency,
-  kSetupPort, kSetupLink, kSetupConflict, kSetupMessages, kSetupLocal, kSetupLatency,
+  kInputPort, kInputLink, kInputOrder, kInputMessages, kInputLocal, kInputLatency,
+  kSetupPort, kSetupLink, kSetupOrder, kSetupMessages, kSetupLocal, kSetupLatency,
   kConstant, kFeatures
 };
 using Vec = std::array<double, kFeatures>;
@@ -74,7 +74,7 @@ struct ClassModel {
   Vec coef = analytical_weights();
   bool calibrated = false;
   bool oracle = false;  // --price-by simulate: Terms::oracle, not the features
-  FitStats fit, held_out;
+  FitStats fit, held_out, held_out_configs;  // fitted samples, held-out shapes, held-out configs
   Breakdown predict(const Terms& t) const;
 };
 
@@ -86,8 +86,8 @@ std::string op_class(const ir::Operator& op);
 struct Model {
   std::map<std::string, ClassModel> classes;  // missing classes are analytical
   bool simulate = false;                      // every class priced by the oracle
-  // Provenance (calibrated models).
-  std::string config_name, config_fingerprint;
+  // Provenance (calibrated models): the configs fitted on and those held out, (name, fingerprint).
+  std::vector<std::pair<std::string, std::string>> configs, held_out_configs;
   std::uint64_t seed = 0;
   std::size_t samples = 0;
   bool calibrated() const { return !classes.empty() && !simulate; }

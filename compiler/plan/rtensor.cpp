@@ -378,7 +378,7 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
 
 void price(Cost& c, const cost::ClassModel& m) {
   cost::Terms x = c.terms;
-  x.setup_port_cycles = x.setup_link_cycles = x.setup_conflict_cycles = x.setup_messages = x.setup_local_cycles =
+  x.setup_port_cycles = x.setup_link_cycles = x.setup_order_cycles = x.setup_messages = x.setup_local_cycles =
       x.setup_latency_cycles = x.oracle.setup = 0;
   const cost::Breakdown b = m.predict(x);
   c.compute_cycles = b.compute;

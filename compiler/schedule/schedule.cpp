@@ -59,7 +59,7 @@ struct Gather {
 void set_input(cost::Terms& t, const cost::GatherFeatures& f) {
   t.input_port_cycles = f.port_cycles;
   t.input_link_cycles = f.link_cycles;
-  t.input_conflict_cycles = f.conflict_cycles;
+  t.input_order_cycles = f.order_cycles;
   t.input_messages = f.messages;
   t.input_local_cycles = f.local_cycles;
   t.input_latency_cycles = f.latency_cycles;
@@ -68,7 +68,7 @@ void set_input(cost::Terms& t, const cost::GatherFeatures& f) {
 void set_setup(cost::Terms& t, const cost::GatherFeatures& f) {
   t.setup_port_cycles = f.port_cycles;
   t.setup_link_cycles = f.link_cycles;
-  t.setup_conflict_cycles = f.conflict_cycles;
+  t.setup_order_cycles = f.order_cycles;
   t.setup_messages = f.messages;
   t.setup_local_cycles = f.local_cycles;
   t.setup_latency_cycles = f.latency_cycles;
@@ -115,7 +115,7 @@ class Exchanges {
         double port = 0, link = 0, syncs = 0, replayed = 0;
         for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_)) {
           const cost::GatherFeatures& r = ring(op, p, k, piece);
-          port += r.conflict_cycles + r.latency_cycles + fabric_.copy_cycles(piece);
+          port += r.order_cycles + r.latency_cycles + fabric_.copy_cycles(piece);
           link += r.link_cycles;
           syncs += sync;
           if (oracle_)
@@ -218,7 +218,7 @@ class Exchanges {
   static cost::GatherFeatures added(const cost::GatherFeatures& joint, const cost::GatherFeatures& in) {
     auto d = [](double a, double b) { return std::max(0.0, a - b); };
     return {d(joint.port_cycles, in.port_cycles),       d(joint.link_cycles, in.link_cycles),
-            d(joint.conflict_cycles, in.conflict_cycles), d(joint.messages, in.messages),
+            d(joint.order_cycles, in.order_cycles), d(joint.messages, in.messages),
             d(joint.local_cycles, in.local_cycles),      d(joint.latency_cycles, in.latency_cycles)};
   }
 
@@ -262,17 +262,10 @@ class Exchanges {
     if (it == layouts_.end()) {
       // The messages as compact records (no boxes kept): pricing many candidate pairs allocates
       // once per gather, not once per piece.
-      // On a big chip, the pieces of one receiving core in kSampleStride (every core's when
-      // there are few): gathers are regular, and pricing stays well under a millisecond.
       messages_.clear();
-      const std::size_t stride = view_cores_ > 4 * kSampleCores ? view_cores_ / kSampleCores : 1;
       for (const auto& [x, sd] : layouts) {
         const Bytes element = dtype_bytes(x->dtype);
-        std::vector<sim::View> sampled = sd.second;
-        if (stride > 1)
-          for (std::size_t c = 0; c < sampled.size(); ++c)
-            if (c % stride != stride / 2) sampled[c].tensor.clear();
-        sim::for_each_piece(sim::layout_of(x->shape, sd.first), sim::layout_of(x->shape, sampled),
+        sim::for_each_piece(sim::layout_of(x->shape, sd.first), sim::layout_of(x->shape, sd.second),
                             [&](std::uint32_t from, std::uint32_t to, const sim::Box& b) {
                               messages_.push_back({from, to, static_cast<Bytes>(b.elements()) * element});
                             });
@@ -286,7 +279,7 @@ class Exchanges {
         }
         replayed = replay_->cycles(pieces);
       }
-      it = layouts_.emplace(h, Moved{fabric_.gather(messages_, static_cast<double>(stride)), replayed}).first;
+      it = layouts_.emplace(h, Moved{fabric_.gather(messages_), replayed}).first;
     }
     return memo_[key] = it->second;
   }
@@ -332,7 +325,6 @@ class Exchanges {
   cost::Fabric fabric_;
   std::unique_ptr<cost::ExchangeReplay> replay_;  // the oracle only
   std::vector<cost::Message> messages_;            // scratch of moved()
-  static constexpr std::size_t kSampleCores = 64;   // receiving cores whose pieces price a gather
   std::vector<const cost::ClassModel*> models_;
   std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, Moved> memo_;
   std::map<std::uint64_t, Moved> layouts_;

@@ -39,11 +39,22 @@ TEST_CASE("gather features on an exchange chip: busiest port, two-port chain, me
   const sim::Config cfg = sim::parse_config(test::exchange_config(4), "test");
   const cost::Fabric fabric(cfg);
   // Core 0 sends 400 B to cores 1 and 2; core 3 sends 200 B to core 1. Ports move 4 B/cycle:
-  // core 0 sends 800 B (200 cycles), core 1 receives 600 B (150 cycles). The 0->1 message may
-  // wait for the rest of both its ports: 200 + 150 - 100 = 250.
+  // core 0 sends 800 B (200 cycles), core 1 receives 600 B (150 cycles). In order: 0->1 takes
+  // core 1 for cycles 0-100, then 0->2 runs 100-200 while 3->1 (listed last) takes core 1 at
+  // 100-150: the last message is taken by cycle 200.
   const cost::GatherFeatures f = fabric.gather({{0, 1, 400}, {0, 2, 400}, {3, 1, 200}});
   CHECK(f.port_cycles == Approx(200));
-  CHECK(f.conflict_cycles == Approx(250));
+  CHECK(f.order_cycles == Approx(200));
+  // Four senders each send 8 B to each of four receivers, by receiving core: the convoy of
+  // a port-holding exchange. Receiver r takes sender s at slot r + s (2 cycles per slot, 8 B at
+  // 4 B/cycle): the last at slot 3 + 3, ending at 14; the ports alone would say 8.
+  std::vector<cost::Message> convoy;
+  for (std::uint32_t r = 4; r < 8; ++r)
+    for (std::uint32_t s = 0; s < 4; ++s) convoy.push_back({s, r, 8});
+  const sim::Config eight = sim::parse_config(test::exchange_config(8), "test");
+  const cost::GatherFeatures c = cost::Fabric(eight).gather(convoy);
+  CHECK(c.port_cycles == Approx(8));
+  CHECK(c.order_cycles == Approx(14));
   CHECK(f.messages == 2);
   CHECK(f.link_cycles == 0);  // one chip: no links
   CHECK(f.latency_cycles == 30);
@@ -60,7 +71,9 @@ TEST_CASE("gather features on a mesh: links under X-then-Y routing, hops, local 
   const cost::GatherFeatures f = fabric.gather({{0, 3, 1024}, {1, 3, 512}, {2, 2, 64}, {0, 1, 256}});
   CHECK(f.port_cycles == Approx(48));
   CHECK(f.link_cycles == Approx(48));
-  CHECK(f.conflict_cycles == Approx(1280.0 / 32 + 1536.0 / 32 - 1024.0 / 32));
+  // In order: core 3 takes 0->3 (32 cycles) then 1->3 (16): 48; 0->1 then waits for core 0's
+  // port until 32 and ends at 40.
+  CHECK(f.order_cycles == Approx(48));
   CHECK(f.messages == 2);
   CHECK(f.latency_cycles == 9);
   CHECK(f.local_cycles == 4);

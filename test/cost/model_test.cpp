@@ -42,7 +42,7 @@ TEST_CASE("the fit recovers the weights that generated the times", "[cost]") {
   CHECK(m.coef[cost::kConstant] == Approx(118).margin(1e-6));
   CHECK(m.coef[cost::kShift] == 0);  // shift, setup and the other gather features never vary from zero: weight 0
   CHECK(m.coef[cost::kSetupPort] == 0);
-  CHECK(m.coef[cost::kInputConflict] == 0);
+  CHECK(m.coef[cost::kInputOrder] == 0);
   CHECK(m.fit.mape < 1e-9);
   CHECK(m.fit.r2 == Approx(1.0));
   // The analytical weights miss by the hand-computable amount on one sample: compute 100,
@@ -103,8 +103,7 @@ TEST_CASE("a calibration file round-trips and belongs to its config", "[cost]") 
   CHECK(b.fingerprint != a.fingerprint);
 
   cost::Model m;
-  m.config_name = a.name;
-  m.config_fingerprint = a.fingerprint;
+  m.configs = {{a.name, a.fingerprint}};
   m.seed = 7;
   m.samples = 3;
   cost::ClassModel cm;
