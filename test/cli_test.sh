@@ -43,7 +43,7 @@ check "a model that cannot fit says by how much" "[ $? -ne 0 ] && grep -q 'does 
 # calibration is refused unless forced.
 "$tessera" calibrate --config "$src/configs/mesh-10x12.json" --ops elementwise --samples 12 --out "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
 check "calibrate exits 0 with progress" "[ $? -eq 0 ] && grep -q 'calibrate: elementwise: 12/12 samples' $tmp/err"
-check "calibration file names its config" "grep -q '\"config\": \"mesh-10x12\"' $tmp/cal.json && grep -q config_fingerprint $tmp/cal.json"
+check "calibration file names its config" "grep -q '\"name\": \"mesh-10x12\"' $tmp/cal.json && grep -q fingerprint $tmp/cal.json"
 "$tessera" run --config "$src/configs/mesh-10x12.json" --workload "$src/workloads/tiny-mlp.json" --calibration "$tmp/cal.json" --out "$tmp/r4.json" --quiet >"$tmp/out" 2>&1
 check "run with a calibration" "[ $? -eq 0 ] && grep -q '\"cost_model\": \"$tmp/cal.json\"' $tmp/r4.json"
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" --calibration "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
@@ -52,12 +52,18 @@ check "another config's calibration is refused" "[ $? -ne 0 ] && grep -q \"fitte
 check "--force-calibration uses it anyway" "[ $? -eq 0 ]"
 "$tessera" run --config "$src/configs/mesh-10x12.json" --workload "$src/workloads/tiny-mlp.json" --calibration "$tmp/cal.json" --planner vgm >"$tmp/out" 2>"$tmp/err"
 check "vgm refuses a calibration" "[ $? -ne 0 ] && grep -q 'vgm baseline keeps the analytical model' $tmp/err"
+"$tessera" run --config "$src/configs/mesh-10x12.json" --workload "$src/workloads/tiny-mlp.json" --price-by simulate --out "$tmp/r5.json" --quiet >"$tmp/out" 2>&1
+check "run priced by the oracle" "[ $? -eq 0 ] && grep -q '\"cost_model\": \"simulate (oracle)\"' $tmp/r5.json"
+"$tessera" run --config "$src/configs/mesh-10x12.json" --workload "$src/workloads/tiny-mlp.json" --price-by simulate --calibration "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
+check "the oracle and a calibration are one or the other" "[ $? -ne 0 ] && grep -q 'drop --calibration' $tmp/err"
 "$tessera" validate-cost --config "$src/configs/mesh-10x12.json" --workload "$src/workloads/tiny-mlp.json" --calibration "$tmp/cal.json" \
   --csv "$tmp/v.csv" --json "$tmp/v.json" --plot "$tmp/v.png" --rank-ops 1 --rank-plans 3 >"$tmp/out" 2>"$tmp/err"
 check "validate-cost exits 0" "[ $? -eq 0 ] && grep -q 'end to end: predicted' $tmp/out"
 check "validate-cost CSV has a row per operator" "[ \$(wc -l < $tmp/v.csv) -eq 5 ] && [ -s $tmp/v.ranks.csv ]"
 check "validate-cost summary JSON" "grep -q analytical_mape $tmp/v.json"
 check "validate-cost plot is a PNG" "head -c 4 $tmp/v.png | grep -q PNG"
+"$tessera" bench cost --config "$src/configs/mesh-8x8.json" --workload nerf --ops 1 --plans 2 >"$tmp/out" 2>"$tmp/err"
+check "bench cost prints the pricing speedup on a line of its own" "[ $? -eq 0 ] && grep -Eq '^pricing speedup: [0-9]+$' $tmp/out"
 "$tessera" calibrate --config "$src/configs/mesh-10x12.json" --ops gemm --out "$tmp/x.json" >"$tmp/out" 2>"$tmp/err"
 check "unknown class is an error" "[ $? -ne 0 ] && grep -q \"operator class 'gemm'\" $tmp/err"
 # Collectives between chips: the ideal engine on the ACE torus, its results JSON, bad input.
