@@ -11,7 +11,8 @@
 
 #include "cli/traffic_cmd.h"
 #include "compiler/compile.h"
-#include "compiler/cost/calibrate.h"
+#include "compiler/calibrate/calibrate.h"
+#include "compiler/oracle/replay.h"
 #include "compiler/schedule/schedule.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/clock.h"
@@ -158,9 +159,11 @@ bool time_plan(const ir::Workload& one, const plan::Plan& p, plan::Target t, con
   schedule::Schedule sch;
   for (int r = 0; r < repeat; ++r) sch = schedule::schedule_fixed(one, so, {p}, {p});
   const double t1 = sim::process_cpu_seconds();
-  cost::Model oracle;
-  oracle.simulate = true;
-  so.target.model = &oracle;
+  cost::Model oracle_model;
+  oracle_model.simulate = true;
+  so.target.model = &oracle_model;
+  oracle::Replay replay(*t.config);
+  so.oracle = &replay;
   schedule::schedule_fixed(one, so, {p}, {p});
   const double t2 = sim::process_cpu_seconds();
   lower::Options lo;

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "cli/compile_cmd.h"
-#include "compiler/cost/calibrate.h"
-#include "compiler/cost/validate.h"
+#include "compiler/calibrate/calibrate.h"
+#include "compiler/calibrate/validate.h"
 
 namespace tessera::cli {
 

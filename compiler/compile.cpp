@@ -1,7 +1,10 @@
 #include "compiler/compile.h"
 
+#include "compiler/oracle/replay.h"
+
 #include <fmt/format.h>
 
+#include <memory>
 #include <optional>
 
 #include "compiler/ir/onnx_import.h"
@@ -52,6 +55,11 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
     if (o.planner != "t10")
       throw Error("a calibration (or --price-by simulate) prices t10 plans; the vgm baseline keeps the analytical model");
     so.target.model = &o.model;
+  }
+  std::unique_ptr<oracle::Replay> replay;  // --price-by simulate: the simulator's network engine
+  if (o.model.simulate) {
+    replay = std::make_unique<oracle::Replay>(cfg);
+    so.oracle = replay.get();
   }
   Compiled c;
   lower::Options lo;

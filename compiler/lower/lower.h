@@ -116,7 +116,7 @@ struct Piece {
 };
 // The pieces that move a tensor of `shape` from layout `src` into layout `dst`, in the order the
 // program issues them (by receiving core): sim::for_each_piece on the two layouts, which the
-// simulator runs re-layouts by. The cost model's exchange replay (compiler/cost/exchange.h) and
+// simulator runs re-layouts by. The oracle's replay (compiler/oracle/replay.h) and
 // the schedule use them.
 std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const std::vector<sim::View>& src,
                                    const std::vector<sim::View>& dst);

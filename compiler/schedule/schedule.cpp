@@ -8,10 +8,9 @@
 #include <memory>
 #include <optional>
 
-#include "compiler/cost/exchange.h"
+#include "compiler/cost/oracle.h"
 #include "compiler/lower/lower.h"
 #include "sim/common/error.h"
-#include "sim/core/compute_model.h"
 
 namespace tessera::schedule {
 
@@ -86,9 +85,10 @@ class Exchanges {
       : w_(w), cfg_(*o.target.config), view_cores_(cfg_.total_cores()),
         shift_buffer_bytes_(o.target.shift_buffer_bytes), fabric_(cfg_) {
     for (const auto& op : w.ops()) models_.push_back(&o.target.model_for(op));
-    // The oracle's network engine is built only where it prices (it is large on big chips).
-    if (o.target.model && o.target.model->simulate) replay_ = std::make_unique<cost::ExchangeReplay>(cfg_);
-    oracle_ = replay_ != nullptr;
+    if (o.target.model && o.target.model->simulate) {
+      if (!o.oracle) throw Error("pricing by the oracle (--price-by simulate) needs one: schedule::Options::oracle is not set");
+      oracle_ = o.oracle;
+    }
   }
 
   // Sets the shift features of candidate plans of `op` that depend on the rings (and, for the
@@ -118,9 +118,7 @@ class Exchanges {
           port += r.order_cycles + r.latency_cycles + fabric_.copy_cycles(piece);
           link += r.link_cycles;
           syncs += sync;
-          if (oracle_)
-            replayed += sync + replay_round(op, p, k, piece) +
-                        static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, piece / 2));
+          if (oracle_) replayed += sync + replay_round(op, p, k, piece) + oracle_->copy(piece);
         }
         const auto e = static_cast<double>(events);
         t.shift_cycles += e * port;
@@ -270,15 +268,7 @@ class Exchanges {
                               messages_.push_back({from, to, static_cast<Bytes>(b.elements()) * element});
                             });
       }
-      double replayed = 0;
-      if (oracle_) {
-        std::vector<lower::Piece> pieces;
-        for (const auto& [x, sd] : layouts) {
-          auto more = lower::relayout_pieces(x->shape, sd.first, sd.second);
-          pieces.insert(pieces.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-        }
-        replayed = replay_->cycles(pieces);
-      }
+      const double replayed = oracle_ ? oracle_->gather(messages_) : 0.0;
       it = layouts_.emplace(h, Moved{fabric_.gather(messages_), replayed}).first;
     }
     return memo_[key] = it->second;
@@ -313,7 +303,7 @@ class Exchanges {
     const std::uint64_t h = ring_key(p, k);
     auto it = replayed_rings_.find({h, bytes});
     if (it == replayed_rings_.end())
-      it = replayed_rings_.emplace(std::make_pair(h, bytes), replay_->round(pairs(op, p, k, h), bytes)).first;
+      it = replayed_rings_.emplace(std::make_pair(h, bytes), oracle_->round(pairs(op, p, k, h), bytes)).first;
     return it->second;
   }
 
@@ -321,9 +311,8 @@ class Exchanges {
   const sim::Config& cfg_;
   std::size_t view_cores_;
   Bytes shift_buffer_bytes_;
-  bool oracle_ = false;
+  cost::Oracle* oracle_ = nullptr;  // --price-by simulate only
   cost::Fabric fabric_;
-  std::unique_ptr<cost::ExchangeReplay> replay_;  // the oracle only
   std::vector<cost::Message> messages_;            // scratch of moved()
   std::vector<const cost::ClassModel*> models_;
   std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, Moved> memo_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/cost/oracle.h"
 #include "compiler/plan/rtensor.h"
 
 namespace tessera::schedule {
@@ -37,6 +38,8 @@ struct Schedule {
 struct Options {
   plan::Target target;
   Bytes reserve_bytes = 0;  // per core, kept for code and runtime (not for tensors)
+  // Prices gathers and shift rounds where the target's model is the oracle (--price-by simulate).
+  cost::Oracle* oracle = nullptr;
 };
 
 // T10; with a calibrated target model, the better (by that model) of the search it steers and

@@ -1,4 +1,4 @@
-#include "compiler/cost/validate.h"
+#include "compiler/calibrate/validate.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <set>
 
-#include "compiler/cost/calibrate.h"
+#include "compiler/calibrate/calibrate.h"
 #include "sim/common/error.h"
 #include "sim/simulate.h"
 

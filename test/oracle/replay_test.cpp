@@ -1,8 +1,9 @@
-// The exchange replay (compiler/cost/exchange.h) against hand-computed cycles and against the
+// The oracle's replay (compiler/oracle/replay.h) against hand-computed cycles and against the
 // simulator running the same messages as a program.
 #include <catch2/catch.hpp>
 
-#include "compiler/cost/exchange.h"
+#include "compiler/lower/lower.h"
+#include "compiler/oracle/replay.h"
 #include "compiler/ir/graph.h"
 #include "sim/core/compute_model.h"
 #include "test/support.h"
@@ -41,9 +42,17 @@ Json program(const std::vector<lower::Piece>& pieces, const sim::Config& cfg) {
   return b.json();
 }
 
+// The pieces as the oracle takes them: (sender, receiver, fp16 bytes), in program order.
+std::vector<cost::Message> messages(const std::vector<lower::Piece>& pieces) {
+  std::vector<cost::Message> m;
+  for (const auto& p : pieces)
+    m.push_back({static_cast<std::uint32_t>(p.from), static_cast<std::uint32_t>(p.to), static_cast<Bytes>(p.box.elements() * 2)});
+  return m;
+}
+
 }  // namespace
 
-TEST_CASE("a gather into one core takes its receive port in turns", "[cost][exchange]") {
+TEST_CASE("a gather into one core takes its receive port in turns", "[oracle]") {
   const sim::Config cfg = test::config(test::exchange_config(4));
   const ir::Tensor t = tensor({4, 8});
   // Rows striped over 4 cores, gathered whole on core 0: cores 1-3 send 16 bytes (4 cycles at
@@ -53,14 +62,14 @@ TEST_CASE("a gather into one core takes its receive port in turns", "[cost][exch
   all[0] = sim::View{"T", {0, 0}, {4, 8}, {false, false}};
   const auto pieces = lower::relayout_pieces(t.shape, lower::stripes(t, 4), all);
   REQUIRE(pieces.size() == 4);
-  cost::ExchangeReplay replay(cfg);
-  CHECK(replay.cycles(pieces) == 42);
+  oracle::Replay replay(cfg);
+  CHECK(replay.gather(messages(pieces)) == 42);
   // Two rounds of a 4-core ring, 64 bytes each: 16 cycles + 30 latency, no contention.
   CHECK(replay.round({{0, 1}, {1, 2}, {2, 3}, {3, 0}}, 64) == 46);
   CHECK(replay.round({{0, 1}, {1, 2}, {2, 3}, {3, 0}}, 64) == 46);  // nothing left from before
 }
 
-TEST_CASE("the replay of a re-layout matches the simulator running it", "[cost][exchange]") {
+TEST_CASE("the replay of a re-layout matches the simulator running it", "[oracle]") {
   // Rows striped over 8 cores, re-laid out as a 2 x 4 grid of blocks (and back): every core
   // sends to four and receives from two, with some data already in place.
   const ir::Tensor t = tensor({16, 64});
@@ -68,11 +77,11 @@ TEST_CASE("the replay of a re-layout matches the simulator running it", "[cost][
   for (const Json& c : {test::exchange_config(8), test::mesh_config(2, 4)}) {
     const sim::Config cfg = test::config(c);
     INFO(cfg.name);
-    cost::ExchangeReplay replay(cfg);
+    oracle::Replay replay(cfg);
     for (const auto& [src, dst] : {std::pair{rows, blocks}, std::pair{blocks, rows}}) {
       const auto pieces = lower::relayout_pieces(t.shape, src, dst);
       const Json r = test::run(c, program(pieces, cfg));
-      CHECK(replay.cycles(pieces) == static_cast<double>(test::total(r)));
+      CHECK(replay.gather(messages(pieces)) == static_cast<double>(test::total(r)));
     }
   }
 }

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "compiler/cost/calibrate.h"
-#include "compiler/cost/validate.h"
+#include "compiler/calibrate/calibrate.h"
+#include "compiler/calibrate/validate.h"
 #include "test/support.h"
 
 using namespace tessera;

@@ -1,4 +1,4 @@
-#include "compiler/cost/calibrate.h"
+#include "compiler/calibrate/calibrate.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,6 +9,7 @@
 #include <set>
 
 #include "compiler/lower/lower.h"
+#include "compiler/oracle/replay.h"
 #include "compiler/schedule/schedule.h"
 #include "sim/common/error.h"
 #include "sim/simulate.h"
@@ -306,6 +307,8 @@ void run_alone(const ir::Workload& w, const std::vector<plan::Plan>& active, con
   Model oracle_model;
   oracle_model.simulate = true;
   so.target.model = &oracle_model;
+  oracle::Replay replay(*t.config);
+  so.oracle = &replay;
   const schedule::Schedule sch = schedule::schedule_fixed(w, so, active, idle);
   lower::Options lo;
   lo.shift_buffer_bytes = t.shift_buffer_bytes;

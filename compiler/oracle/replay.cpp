@@ -1,10 +1,10 @@
-#include "compiler/cost/exchange.h"
+#include "compiler/oracle/replay.h"
 
 #include <algorithm>
 
 #include "sim/core/compute_model.h"
 
-namespace tessera::cost {
+namespace tessera::oracle {
 
 namespace {
 
@@ -53,20 +53,23 @@ class Run : public sim::TransportListener {
 
 }  // namespace
 
-ExchangeReplay::ExchangeReplay(const sim::Config& cfg) : cfg_(cfg), net_(cfg) {}
+Replay::Replay(const sim::Config& cfg) : cfg_(cfg), net_(cfg) {}
 
-double ExchangeReplay::cycles(const std::vector<lower::Piece>& pieces) {
-  if (pieces.empty()) return 0;
+double Replay::copy(Bytes bytes) const {
+  return static_cast<double>(sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, bytes / 2));
+}
+
+double Replay::gather(const std::vector<cost::Message>& messages) {
+  if (messages.empty()) return 0;
   std::size_t cores = 0;
-  for (const auto& p : pieces) cores = std::max({cores, p.from + 1, p.to + 1});
+  for (const auto& m : messages) cores = std::max<std::size_t>({cores, m.from + 1, m.to + 1});
   std::vector<std::vector<Run::Send>> sends(cores);
   std::vector<Cycles> copy_cycles(cores, 0);
-  for (const auto& p : pieces) {
-    const auto elements = static_cast<std::uint64_t>(p.box.elements());
-    if (p.from == p.to)
-      copy_cycles[p.to] += sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, elements);
+  for (const auto& m : messages) {
+    if (m.from == m.to)
+      copy_cycles[m.to] += sim::elementwise_cycles(cfg_.chip.core, sim::VecOp::Copy, m.bytes / 2);
     else
-      sends[p.from].push_back({static_cast<std::uint32_t>(p.to), static_cast<Bytes>(elements * 2)});
+      sends[m.from].push_back({m.to, m.bytes});
   }
   Run run(net_, std::move(sends));
   run.go();
@@ -75,7 +78,7 @@ double ExchangeReplay::cycles(const std::vector<lower::Piece>& pieces) {
   return static_cast<double>(end);
 }
 
-double ExchangeReplay::round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) {
+double Replay::round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) {
   std::size_t cores = 0;
   for (const auto& [from, to] : pairs) cores = std::max({cores, from + 1, to + 1});
   std::vector<std::vector<Run::Send>> sends(cores);
@@ -88,4 +91,4 @@ double ExchangeReplay::round(const std::vector<std::pair<std::size_t, std::size_
   return static_cast<double>(end);
 }
 
-}  // namespace tessera::cost
+}  // namespace tessera::oracle
