@@ -15,7 +15,7 @@ namespace tessera::cost {
 const std::array<const char*, kFeatures>& feature_names() {
   static const std::array<const char*, kFeatures> names{
       "mac_cycles", "fetch_cycles", "writeback_cycles", "vector_cycles", "steps",
-      "shift_cycles", "shift_link_cycles", "sync_cycles",
+      "shift_cycles", "shift_link_cycles", "sync_cycles", "barrier_cycles",
       "input_port_cycles", "input_link_cycles", "input_order_cycles", "input_messages",
       "input_local_cycles", "input_latency_cycles",
       "setup_port_cycles", "setup_link_cycles", "setup_order_cycles", "setup_messages",
@@ -25,7 +25,7 @@ const std::array<const char*, kFeatures>& feature_names() {
 
 Vec features(const Terms& t) {
   return {t.mac_cycles, t.fetch_cycles, t.writeback_cycles, t.vector_cycles, t.steps,
-          t.shift_cycles, t.shift_link_cycles, t.sync_cycles,
+          t.shift_cycles, t.shift_link_cycles, t.sync_cycles, t.barrier_cycles,
           t.input_port_cycles, t.input_link_cycles, t.input_order_cycles, t.input_messages,
           t.input_local_cycles, t.input_latency_cycles,
           t.setup_port_cycles, t.setup_link_cycles, t.setup_order_cycles, t.setup_messages,
@@ -34,7 +34,7 @@ Vec features(const Terms& t) {
 
 Vec analytical_weights() {
   Vec w{};
-  for (Feature f : {kMac, kWriteback, kVector, kShift, kSync, kInputPort, kInputLocal, kInputLatency, kSetupPort,
+  for (Feature f : {kMac, kWriteback, kVector, kShift, kSync, kBarrier, kInputPort, kInputLocal, kInputLatency, kSetupPort,
                     kSetupLocal, kSetupLatency})
     w[f] = 1;
   return w;

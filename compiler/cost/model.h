@@ -26,6 +26,7 @@ struct Terms {
   double shift_cycles = 0;     // rotations: per piece through the shift buffer, at port bandwidth + latency, and the copy out
   double shift_link_cycles = 0;  // per piece, the busiest link of the plan's rings (mesh, chip links)
   double sync_cycles = 0;      // one barrier per rotated piece, at the config's sync latency
+  double barrier_cycles = 0;   // the operator's closing barrier, at the latency of its group (chip or system)
   // Gathering activation inputs into the plan's layout, and weights from their idle layout into
   // the active one (setup): the gather's features (features.h, GatherFeatures).
   double input_port_cycles = 0, input_link_cycles = 0, input_order_cycles = 0, input_messages = 0,
@@ -42,7 +43,7 @@ struct Terms {
 
 // Feature order (coefficient indices): the terms above and a constant.
 enum Feature : std::size_t {
-  kMac, kFetch, kWriteback, kVector, kSteps, kShift, kShiftLink, kSync,
+  kMac, kFetch, kWriteback, kVector, kSteps, kShift, kShiftLink, kSync, kBarrier,
   kInputPort, kInputLink, kInputOrder, kInputMessages, kInputLocal, kInputLatency,
   kSetupPort, kSetupLink, kSetupOrder, kSetupMessages, kSetupLocal, kSetupLatency,
   kConstant, kFeatures

@@ -369,7 +369,7 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
     }
   }
   x.sync_cycles = static_cast<double>(c.syncs) * static_cast<double>(sync_latency_cycles(cfg, p.cores));
-  x.oracle.barrier = static_cast<double>(sync_latency_cycles(cfg, p.cores));
+  x.barrier_cycles = x.oracle.barrier = static_cast<double>(sync_latency_cycles(cfg, p.cores));
   price(c, t.model_for(op));
   // The shift buffer is reserved once per core for the whole program, not per plan.
   for (const auto& part : p.parts) c.memory_bytes += part.bytes_per_core;

@@ -108,7 +108,7 @@ TEST_CASE("a calibration file round-trips and belongs to its config", "[cost]") 
   m.samples = 3;
   cost::ClassModel cm;
   cm.calibrated = true;
-  cm.coef = {1.5, 2, 1, 0.5, 1, 1.75, 12.5, 0.25, 1, 0, 0.75, 3, 1, 1, 0.5, 0, 0, 7, 1, 1, 118};
+  cm.coef = {1.5, 2, 1, 0.5, 1, 1.75, 12.5, 0.25, 1.1, 1, 0, 0.75, 3, 1, 1, 0.5, 0, 0, 7, 1, 1, 118};
   cm.fit.samples = 3;
   cm.fit.mape = 0.01;
   m.classes["matmul"] = cm;
