@@ -86,6 +86,8 @@ int calibrate_cmd(const CalibrateArgs& a) {
 void add_validate_options(CLI::App* cmd, ValidateArgs& a) {
   add_model_options(cmd, a.compile);
   cmd->add_option("--shift-buffer-bytes", a.compile.opt.shift_buffer_bytes, "the compiler's shift buffer")->capture_default_str();
+  cmd->add_flag("--offchip-io", a.compile.opt.offchip_io,
+                "load model inputs from off-chip memory and store outputs while operators run (a shared network)");
   cmd->add_option("--csv", a.csv, "per-operator predicted and simulated cycles (the ranked plans go to <csv stem>.ranks.csv)")
       ->capture_default_str();
   cmd->add_option("--json", a.json, "also write the summary (per class and end to end) as JSON");

@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# Regenerates the shipped cost-model calibrations: configs/calibrations/<config>.json for every
-# config in configs/ (or those named), with the default sample count and seed. One config is one
-# `tessera calibrate` command; an architect with a new config runs that command directly.
-#   scripts/calibrate_configs.sh [configs/NAME.json ...]
+# Regenerates the shipped cost-model calibrations: configs/calibrations/ipu-mk2.json (the
+# exchange family) and configs/calibrations/mesh-10x12.json (the mesh family), each fitted on the
+# shipped config and variants of it with one more variant held out (scripts/calibrate_family.py).
+# An architect with a new config runs `tessera calibrate --config NEW.json --out F` directly.
+#   scripts/calibrate_configs.sh [exchange|mesh ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TESSERA=${TESSERA:-build/cli/tessera}
 [ -x "$TESSERA" ] || scripts/build.sh
-mkdir -p configs/calibrations
-configs=("$@")
-[ ${#configs[@]} -gt 0 ] || configs=(configs/*.json)
-for cfg in "${configs[@]}"; do
-  name=$(basename "$cfg" .json)
-  echo "== $name"
-  time "$TESSERA" calibrate --config "$cfg" --out "configs/calibrations/$name.json" \
-    --csv "build/calibration-$name.csv"
+families=("$@")
+[ ${#families[@]} -gt 0 ] || families=(exchange mesh)
+for f in "${families[@]}"; do
+  echo "== $f"
+  /usr/bin/python3 scripts/calibrate_family.py "$f" --tessera "$TESSERA" --work-dir "build/cost-family/$f"
 done

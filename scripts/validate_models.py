@@ -4,7 +4,9 @@ analytical and the calibrated model, per-class MAPE and tau from `tessera valida
 simulated time of the plans each model chooses (calibrated vs analytical). Prints a Markdown table.
 
 usage: validate_models.py --config configs/ipu-mk2.json [--calibration F] [--models a,b] [--batch 1]
-       [--tessera build/cli/tessera] [--out-dir build/validation]
+       [--offchip-io] [--tessera build/cli/tessera] [--out-dir build/validation]
+With --offchip-io the model inputs are loaded from off-chip memory while operators run (the network
+is shared beyond one operator's own traffic).
 The calibration defaults to configs/calibrations/<config name>.json."""
 import argparse
 import json
@@ -29,6 +31,7 @@ def main():
     ap.add_argument("--calibration")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--batch", default="1")
+    ap.add_argument("--offchip-io", action="store_true")
     ap.add_argument("--tessera", default="build/cli/tessera")
     ap.add_argument("--out-dir", default="build/validation")
     a = ap.parse_args()
@@ -40,15 +43,16 @@ def main():
           "predicted (error) | speed-up of calibrated plans | worst class MAPE in model | mean tau (analytical tau) |")
     print("|---|---|---|---|---|---|---|---|")
     for model in a.models.split(","):
-        stem = os.path.join(a.out_dir, f"{name}-{model}-b{a.batch}")
+        stem = os.path.join(a.out_dir, f"{name}-{model}-b{a.batch}" + ("-io" if a.offchip_io else ""))
+        io = ["--offchip-io"] if a.offchip_io else []
         try:
             tessera(a.tessera, "run", "--config", a.config, "--workload", model, "--batch", a.batch,
-                    "--quiet", "--out", stem + ".analytical.json")
+                    "--quiet", "--out", stem + ".analytical.json", *io)
             with open(stem + ".analytical.json") as f:
                 r = json.load(f)
             tessera(a.tessera, "validate-cost", "--config", a.config, "--workload", model, "--batch", a.batch,
                     "--calibration", cal, "--csv", stem + ".csv", "--json", stem + ".summary.json",
-                    "--rank-ops", "1", "--rank-plans", "5")
+                    "--rank-ops", "1", "--rank-plans", "5", *io)
             with open(stem + ".summary.json") as f:
                 v = json.load(f)
         except RuntimeError as e:
