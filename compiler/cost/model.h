@@ -1,10 +1,10 @@
 #pragma once
-// The compiler's model of one operator's time (docs/cost.md). The analytical model (compiler/plan,
-// compiler/schedule) splits an operator's time into terms computed from the simulator's compute
-// model and the config's link figures. The cost model weights those terms, plus a per-step and a
-// constant term, with coefficients per operator class. Uncalibrated, the weights are the
-// analytical ones (1 per term, 0 for steps and the constant); a calibration file (fitted on
-// isolated simulator runs by compiler/cost/calibrate) replaces them class by class.
+// The compiler's model of one operator's time (docs/cost.md): closed-form features of the plan
+// (features.h; the planners compute them in compiler/plan and compiler/schedule), weighted per
+// operator class. Uncalibrated, the weights are the analytical ones (1 for the cycle features a
+// step or a transfer cannot avoid, 0 for the rest); a calibration file (fitted on isolated
+// simulator runs by compiler/calibrate) replaces them class by class. Nothing here runs the
+// simulator: `--price-by simulate` prices by an oracle outside this library (oracle.h).
 #include <array>
 #include <cstdint>
 #include <map>
@@ -23,7 +23,7 @@ struct Terms {
   // Compute: a step's compute times the steps (features.h, compute_features).
   double mac_cycles = 0, fetch_cycles = 0, writeback_cycles = 0, vector_cycles = 0;
   double steps = 0;            // compute steps per core
-  double shift_cycles = 0;     // rotations: per piece through the shift buffer, at port bandwidth + latency, and the copy out
+  double shift_cycles = 0;     // rotations: per piece, one ring round in order + its latency, and the copy out of the shift buffer
   double shift_link_cycles = 0;  // per piece, the busiest link of the plan's rings (mesh, chip links)
   double sync_cycles = 0;      // one barrier per rotated piece, at the config's sync latency
   double barrier_cycles = 0;   // the operator's closing barrier, at the latency of its group (chip or system)
@@ -35,7 +35,7 @@ struct Terms {
          setup_local_cycles = 0, setup_latency_cycles = 0;
   // Not features: what `--price-by simulate` (the oracle) prices with, set only in that mode: the
   // simulator's compute model, and the shifts and gathers replayed on its network engine
-  // (exchange.h), with the operator's closing barrier.
+  // (compiler/oracle/replay.h), with the operator's closing barrier.
   struct Oracle {
     double compute = 0, shift = 0, input = 0, setup = 0, barrier = 0;
   } oracle;
@@ -67,8 +67,8 @@ struct FitStats {
 };
 
 // The analytical weights: 1 for the cycle features that a transfer or a step cannot avoid (MACs,
-// write-back, vector unit, the shift transfers and their barriers, a gather's busiest port, its
-// local copies and its latency), 0 for the rest.
+// write-back, vector unit, the shift transfers and their barriers, the closing barrier, a
+// gather's busiest port, its local copies and its latency), 0 for the rest.
 Vec analytical_weights();
 
 struct ClassModel {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "compiler/cost/oracle.h"
 #include "compiler/lower/lower.h"
@@ -75,7 +76,7 @@ void set_setup(cost::Terms& t, const cost::GatherFeatures& f) {
 
 // Computes the gathers' features before each operator (weights: setup; activations: input) and
 // the link feature of its plans' shifts, and prices them with the operator's cost model. A
-// gather's features come from the messages lowering will emit (lower::relayout_pieces), computed
+// gather's features come from the messages lowering will emit (sim::for_each_piece), computed
 // once per distinct pair of layouts and memoised per operator, operand and plan pair, so that the
 // reconciliation's repeated pricing costs a lookup. With `--price-by simulate` (the oracle) the
 // same messages are also replayed on the simulator's network engine.
@@ -84,7 +85,11 @@ class Exchanges {
   Exchanges(const ir::Workload& w, const Options& o)
       : w_(w), cfg_(*o.target.config), view_cores_(cfg_.total_cores()),
         shift_buffer_bytes_(o.target.shift_buffer_bytes), fabric_(cfg_) {
-    for (const auto& op : w.ops()) models_.push_back(&o.target.model_for(op));
+    std::map<std::string, std::size_t> ids;
+    for (const auto& op : w.ops()) {
+      models_.push_back(&o.target.model_for(op));
+      shape_of_.push_back(ids.emplace(signature(op, w), ids.size()).first->second);
+    }
     if (o.target.model && o.target.model->simulate) {
       if (!o.oracle) throw Error("pricing by the oracle (--price-by simulate) needs one: schedule::Options::oracle is not set");
       oracle_ = o.oracle;
@@ -102,8 +107,8 @@ class Exchanges {
 
   // Per piece of every rotation, at the pieces' real sizes (the shift buffer splits a chunk by
   // rows, sometimes into more pieces than bytes / buffer): one round of the plan's ring sends
-  // (the longer of its busiest two-port chain and its busiest link, and its latency) with the copy
-  // out of the shift buffer, and the barrier before it; for the oracle, the round replayed.
+  // (its messages in order, and its latency) with the copy out of the shift buffer, the round's
+  // busiest link apart, and the barrier before it; for the oracle, the round replayed.
   void shift_terms(const ir::Operator& op, const plan::Plan& p, cost::Terms& t) {
     const auto sync = static_cast<double>(plan::sync_latency_cycles(cfg_, p.cores));
     t.shift_cycles = t.shift_link_cycles = t.sync_cycles = t.oracle.shift = 0;
@@ -130,7 +135,9 @@ class Exchanges {
   }
 
   // Plans are memoised by address: call when plan lists may have moved.
-  void forget_plans() { memo_.clear(); }
+  void forget_plans() {
+    memo_.clear();
+  }
 
   // Laying operator i's weights out from the idle plan's layout into the active one.
   Gather setup(std::size_t i, const plan::Plan& idle, const plan::Plan& act) {
@@ -239,31 +246,26 @@ class Exchanges {
     const auto key = std::make_tuple(i, &p, mk);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     std::uint64_t h = 1469598103934665603ull;  // over the shapes and the layouts
-    std::vector<std::pair<const ir::Tensor*, std::pair<std::vector<sim::View>, std::vector<sim::View>>>> layouts;
+    std::vector<std::tuple<const ir::Tensor*, const Views*, const Views*>> layouts;
     for (const Move& m : moves) {
       const ir::Tensor& x = w_.tensor(p.parts[m.part].tensor);
-      auto dst = lower::plan_views(p, w_.ops()[i], m.part, view_cores_);
-      auto src = m.from ? lower::plan_views(*m.from, w_.ops()[m.from_op], m.from_part, view_cores_)
-                        : lower::stripes(x, view_cores_);
-      if (lower::same_layout(src, dst)) continue;  // the program reads it where it is
+      const Views& dst = views(&p, i, m.part, x);
+      const Views& src = m.from ? views(m.from, m.from_op, m.from_part, x) : views(nullptr, 0, 0, x);
+      if (same(src, dst)) continue;  // the program reads it where it is
       for (auto d : x.shape) fnv(h, static_cast<std::uint64_t>(d));
       fnv(h, dtype_bytes(x.dtype));
-      for (const auto* layout : {&src, &dst})
-        for (const auto& v : *layout) {
-          fnv(h, v.tensor.empty() ? 0 : 1);
-          for (std::size_t d = 0; d < v.origin.size(); ++d)
-            for (std::int64_t n : {v.origin[d], v.extent[d], static_cast<std::int64_t>(v.cyclic[d])}) fnv(h, static_cast<std::uint64_t>(n));
-        }
-      layouts.push_back({&x, {std::move(src), std::move(dst)}});
+      fnv(h, src.hash);
+      fnv(h, dst.hash);
+      layouts.push_back({&x, &src, &dst});
     }
     auto it = layouts_.find(h);
     if (it == layouts_.end()) {
       // The messages as compact records (no boxes kept): pricing many candidate pairs allocates
       // once per gather, not once per piece.
       messages_.clear();
-      for (const auto& [x, sd] : layouts) {
+      for (const auto& [x, src, dst] : layouts) {
         const Bytes element = dtype_bytes(x->dtype);
-        sim::for_each_piece(sim::layout_of(x->shape, sd.first), sim::layout_of(x->shape, sd.second),
+        sim::for_each_piece(sim::layout_of(x->shape, src->views), sim::layout_of(x->shape, dst->views),
                             [&](std::uint32_t from, std::uint32_t to, const sim::Box& b) {
                               messages_.push_back({from, to, static_cast<Bytes>(b.elements()) * element});
                             });
@@ -274,6 +276,58 @@ class Exchanges {
     return memo_[key] = it->second;
   }
   static void fnv(std::uint64_t& h, std::uint64_t v) { h = (h ^ v) * 1099511628211ull; }
+
+  // Every core's view of one operand of a plan (or of a tensor striped over every core, for a null
+  // plan), computed once per distinct plan part and hashed: the search prices each plan against
+  // many, and its plan lists move (so the key is what the views depend on, not an address).
+  std::uint64_t plan_key(const plan::Plan& p, std::size_t op, std::size_t part) const {
+    std::uint64_t h = 1469598103934665603ull;
+    fnv(h, shape_of_[op]);  // operators that differ only in tensor names have the same views
+    fnv(h, part);
+    for (const auto* v : {&p.fop, &p.len, &p.pace, &p.steps_on})
+      for (auto x : *v) fnv(h, static_cast<std::uint64_t>(x));
+    for (const auto& x : p.parts) {
+      for (auto f : x.ft) fnv(h, static_cast<std::uint64_t>(f));
+      for (int a : x.share_axes) fnv(h, static_cast<std::uint64_t>(a));
+      fnv(h, static_cast<std::uint64_t>(x.rot_dim + 1));
+      fnv(h, static_cast<std::uint64_t>(x.rot_axis + 1));
+      fnv(h, static_cast<std::uint64_t>(x.window_chunks));
+    }
+    fnv(h, static_cast<std::uint64_t>(p.cores));
+    return h;
+  }
+  struct Views {
+    std::vector<sim::View> views;
+    std::uint64_t hash = 1469598103934665603ull;
+  };
+  const Views& views(const plan::Plan* p, std::size_t op, std::size_t part, const ir::Tensor& x) {
+    auto& slot = p ? views_[plan_key(*p, op, part)] : stripes_[x.name];
+    if (!slot) {
+      slot = std::make_unique<Views>();
+      slot->views = p ? lower::plan_views(*p, w_.ops()[op], part, view_cores_) : lower::stripes(x, view_cores_);
+      for (const auto& v : slot->views) {
+        fnv(slot->hash, v.tensor.empty() ? 0 : 1);
+        for (std::size_t d = 0; d < v.origin.size(); ++d)
+          for (std::int64_t n : {v.origin[d], v.extent[d], static_cast<std::int64_t>(v.cyclic[d])})
+            fnv(slot->hash, static_cast<std::uint64_t>(n));
+      }
+    }
+    return *slot;
+  }
+
+  // Whether two layouts are the same (compared once per pair: layout following makes it common).
+  bool same(const Views& a, const Views& b) {
+    if (a.hash != b.hash) return false;
+    auto [it, fresh] = same_.emplace(std::make_pair(&a, &b), false);
+    if (fresh) {  // the boxes, not the tensor names (views are shared by same-shaped operators)
+      it->second = a.views.size() == b.views.size();
+      for (std::size_t c = 0; it->second && c < a.views.size(); ++c) {
+        const sim::View &x = a.views[c], &y = b.views[c];
+        it->second = x.tensor.empty() == y.tensor.empty() && x.origin == y.origin && x.extent == y.extent && x.cyclic == y.cyclic;
+      }
+    }
+    return it->second;
+  }
 
   // The ring neighbours of operand k of plan p depend only on the split factors, the operand's
   // share axes and its temporal factor.
@@ -315,8 +369,12 @@ class Exchanges {
   cost::Fabric fabric_;
   std::vector<cost::Message> messages_;            // scratch of moved()
   std::vector<const cost::ClassModel*> models_;
+  std::vector<std::size_t> shape_of_;  // per operator: its signature's index
   std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, Moved> memo_;
   std::map<std::uint64_t, Moved> layouts_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Views>> views_;  // by plan_key
+  std::map<std::string, std::unique_ptr<Views>> stripes_;
+  std::map<std::pair<const Views*, const Views*>, bool> same_;
   std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs_;
   std::map<std::pair<std::uint64_t, Bytes>, cost::GatherFeatures> rings_;
   std::map<std::pair<std::uint64_t, Bytes>, double> replayed_rings_;
