@@ -88,6 +88,15 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
     if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) throw e;
     so.reserve_bytes += e.short_by + e.short_by / 4 + 256;
   }
+  if (o.offchip_io) {
+    Bytes in = 0, out = 0;
+    for (const auto& t : w.tensors()) {
+      if (t.role == ir::TensorRole::Input) in += t.bytes();
+      if (t.output) out += t.bytes();
+    }
+    c.schedule.offchip_cycles = cost::offchip_cycles(cfg, in) + cost::offchip_cycles(cfg, out);
+    c.schedule.predicted_cycles += c.schedule.offchip_cycles;
+  }
   c.compile_seconds = sim::process_cpu_seconds() - t0;
   return c;
 }

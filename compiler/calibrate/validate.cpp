@@ -101,6 +101,9 @@ Validation validate(const ir::Workload& w, const sim::Config& cfg, const compile
     }
     v.ops.push_back(std::move(r));
   }
+  // Loading inputs and storing outputs (--offchip-io) belong to no operator: end to end only.
+  v.predicted_cycles += c.schedule.offchip_cycles;
+  v.analytical_cycles += c.schedule.offchip_cycles;
   v.simulated_cycles = run.results.at("total_cycles").get<double>();
   for (const auto& [cls, s] : per) {
     ClassSummary& cs = v.classes[cls];

@@ -65,6 +65,13 @@ ComputeFeatures compute_features(const sim::CoreConfig& core, const StepShape& s
   return f;
 }
 
+double offchip_cycles(const sim::Config& cfg, Bytes bytes) {
+  if (bytes == 0) return 0;
+  const auto& o = cfg.chip.offchip;
+  return static_cast<double>(o.latency_cycles) +
+         static_cast<double>(bytes) / (static_cast<double>(cfg.system.chips) * o.channels * o.channel_bytes_per_cycle);
+}
+
 Fabric::Fabric(const sim::Config& cfg) : cfg_(cfg), chip_cores_(cfg.chip.cores) {
   if (cfg.chip.exchange) {
     send_bw_ = cfg.chip.exchange->send_bytes_per_cycle;

@@ -32,6 +32,11 @@ struct ComputeFeatures {
 // `steps` steps of `s` on a core of `core`; an unknown kind is an error naming it.
 ComputeFeatures compute_features(const sim::CoreConfig& core, const StepShape& s, double steps);
 
+// Moving `bytes` between on-chip memory and off-chip memory, spread evenly over every chip's
+// channels: the channels' latency plus the bytes at their combined bandwidth (model inputs loaded
+// and outputs stored with --offchip-io: program-level time no operator owns).
+double offchip_cycles(const sim::Config& cfg, Bytes bytes);
+
 // One transfer of a re-layout or a shift round: `bytes` from core `from` to core `to` (global
 // core ids; from == to is a local copy).
 struct Message {

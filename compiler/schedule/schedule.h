@@ -28,7 +28,10 @@ struct Schedule {
   // model; "analytical": steered by the analytical weights, judged faster by the model).
   std::string steered_by = "analytical";
   std::vector<OpSchedule> ops;  // one per workload operator
-  double predicted_cycles = 0;
+  double predicted_cycles = 0;       // the operators, plus offchip_cycles
+  // With --offchip-io: loading the model inputs before the first operator and storing the
+  // outputs after the last (cost::offchip_cycles; set by the compiler, not by the schedule).
+  double offchip_cycles = 0;
   Bytes idle_bytes_per_core = 0;     // T10: weights at rest; VGM: the VGM reservation
   Bytes active_bytes_per_core = 0;   // what is left for the running operator
   struct Step { Bytes idle_bytes; double predicted_cycles; };

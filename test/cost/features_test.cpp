@@ -85,3 +85,13 @@ TEST_CASE("gather features on a mesh: links under X-then-Y routing, hops, local 
   CHECK(r.port_cycles == Approx(16));
   CHECK(r.latency_cycles == 3);
 }
+
+TEST_CASE("off-chip I/O spreads over every chip's channels", "[cost][features]") {
+  // The test chip: one 8 B/cycle channel with 100 cycles of latency. 800 bytes: 100 + 100.
+  const sim::Config cfg = sim::parse_config(test::exchange_config(4), "test");
+  CHECK(cost::offchip_cycles(cfg, 800) == Approx(200));
+  CHECK(cost::offchip_cycles(cfg, 0) == 0);
+  Json two = test::exchange_config(4);
+  two["chip"]["offchip"]["channels"] = 2;
+  CHECK(cost::offchip_cycles(sim::parse_config(two, "two channels"), 800) == Approx(150));
+}
