@@ -44,7 +44,9 @@ ComputeFeatures compute_features(const sim::CoreConfig& core, const StepShape& s
     const double tiles = static_cast<double>(s.batch) * cdiv(s.m, mu.tile_m) * cdiv(s.n, mu.tile_n) * cdiv(s.k, mu.tile_k);
     const double blocks = static_cast<double>(s.batch) * cdiv(s.m, mu.tile_m) * cdiv(s.n, mu.tile_n);
     const double tile_macs = static_cast<double>(mu.tile_m) * mu.tile_n * mu.tile_k;
-    const double mac_rate = static_cast<double>(mu.macs_per_cycle.at(Dtype::Fp16));
+    const auto rate = mu.macs_per_cycle.find(Dtype::Fp16);
+    if (rate == mu.macs_per_cycle.end()) throw Error("cost model: the config's matrix unit has no fp16 MAC rate (matrix.macs_per_cycle.fp16)");
+    const double mac_rate = static_cast<double>(rate->second);
     f.mac_cycles = steps * (static_cast<double>(mu.issue_cycles + mu.pipeline_fill_cycles) + tiles * tile_macs / mac_rate);
     f.fetch_cycles = steps * tiles * (static_cast<double>(mu.tile_m) * mu.tile_k + static_cast<double>(mu.tile_k) * mu.tile_n) *
                      fp16 / core.sram_read_bytes_per_cycle;
