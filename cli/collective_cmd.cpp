@@ -26,12 +26,44 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
   cmd->add_option("--chunks-in-flight", a.chunks_in_flight, "a chip starts a chunk once it is done with the chunk "
                                                             "this many before it (0: every chunk at once)")
       ->capture_default_str();
-  cmd->add_option("--engine", a.engine, "ideal (endpoint handles a message in one cycle)")->capture_default_str();
+  cmd->add_option("--engine", a.engine, "ideal (a message handled in one cycle), cores (kernels on cores through "
+                                        "memory: the baseline) or ace (the collectives engine beside the AFI)")
+      ->capture_default_str();
+  cmd->add_option("--memory-gb-per-s", a.memory_gb_per_s, "memory bandwidth the collective may use, each of read "
+                                                          "and write (sets system.endpoint.memory_bytes_per_cycle)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cores", a.cores, "cores running the cores engine's kernels (system.endpoint.cores)")
+      ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--ace-sram-bytes", a.ace_sram_bytes, "ACE SRAM (system.ace.sram_bytes), e.g. 4MiB")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--ace-fsms", a.ace_fsms, "ACE FSMs (system.ace.fsms)")->check(CLI::Range(1u, 1024u));
   cmd->add_option("--out", a.out, "results JSON");
 }
 
+namespace {
+// The command line's overrides of the endpoint and ACE parts, checked as the config's are.
+void override_parts(sim::Config& cfg, const CollectiveArgs& a) {
+  if (a.memory_gb_per_s > 0) {
+    if (!cfg.system.endpoint) cfg.system.endpoint = sim::EndpointConfig{};
+    cfg.system.endpoint->memory_bytes_per_cycle = a.memory_gb_per_s / cfg.clock_ghz;
+  }
+  if (a.cores > 0) {
+    if (!cfg.system.endpoint)
+      throw Error(fmt::format("--cores: config {} has no system.endpoint; give --memory-gb-per-s too", cfg.name));
+    cfg.system.endpoint->cores = a.cores;
+  }
+  if ((a.ace_sram_bytes > 0 || a.ace_fsms > 0) && !cfg.system.ace) cfg.system.ace = sim::AceConfig{};
+  if (a.ace_sram_bytes > 0) {
+    if (a.ace_sram_bytes < 1024) throw Error("--ace-sram-bytes: expected at least 1 KiB");
+    cfg.system.ace->sram_bytes = a.ace_sram_bytes;
+  }
+  if (a.ace_fsms > 0) cfg.system.ace->fsms = a.ace_fsms;
+}
+}  // namespace
+
 int collective_cmd(const CollectiveArgs& a) {
-  const sim::Config cfg = sim::load_config(a.config);
+  sim::Config cfg = sim::load_config(a.config);
+  override_parts(cfg, a);
   sim::CollectiveSpec spec;
   spec.op = sim::parse_collective_op(a.op);
   spec.algorithm = sim::parse_collective_algorithm(a.algorithm);
@@ -44,13 +76,25 @@ int collective_cmd(const CollectiveArgs& a) {
   fmt::print("{} of {} bytes on {} ({} chips), {} algorithm, {} engine, chunks of {} bytes, {} in flight\n", a.op,
              a.bytes, cfg.name, cfg.system.chips, a.algorithm, a.engine,
              spec.chunk_bytes ? std::min<std::uint64_t>(spec.chunk_bytes, a.bytes) : a.bytes,
-             a.chunks_in_flight ? fmt::format("{}", a.chunks_in_flight) : std::string("all"));
+             a.engine == "ace"                ? std::string("as ACE's FSMs and SRAM admit")
+             : a.chunks_in_flight ? fmt::format("{}", a.chunks_in_flight)
+                                  : std::string("all"));
   fmt::print("time {} cycles = {:.3f} us; {} messages\n", r.cycles, us, r.messages);
   fmt::print("algorithm bandwidth {:.2f} GB/s, bus bandwidth {:.2f} GB/s, injected per chip {:.2f} GB/s\n",
              r.algorithm_gb_per_s, r.bus_gb_per_s, r.injected_gb_per_s);
   const auto [lo, hi] = std::minmax_element(r.sent_bytes.begin(), r.sent_bytes.end());
   fmt::print("bytes sent per chip: {} .. {} ({:.4f} .. {:.4f} x bytes)\n", *lo, *hi, double(*lo) / a.bytes,
              double(*hi) / a.bytes);
+  if (a.engine != "ideal") {
+    const auto [rlo, rhi] = std::minmax_element(r.memory_read_bytes.begin(), r.memory_read_bytes.end());
+    const auto [wlo, whi] = std::minmax_element(r.memory_write_bytes.begin(), r.memory_write_bytes.end());
+    fmt::print("memory per chip: read {} .. {} ({:.4f} .. {:.4f} x bytes), written {} .. {} ({:.4f} .. {:.4f} x bytes)\n",
+               *rlo, *rhi, double(*rlo) / a.bytes, double(*rhi) / a.bytes, *wlo, *whi, double(*wlo) / a.bytes,
+               double(*whi) / a.bytes);
+  }
+  if (a.engine == "ace")
+    fmt::print("ace: {} chunk completions out of order, {} cycles waited for an FSM or partition room in all\n",
+               r.chunks_out_of_order, r.admission_wait_cycles);
   if (!r.link_utilization.empty()) {
     double sum = 0, top = 0;
     for (const auto& [name, u] : r.link_utilization) {

@@ -10,6 +10,10 @@ struct CollectiveArgs {
   std::string config, op = "allreduce", algorithm = "ring", engine = "ideal", out;
   std::uint64_t bytes = 0, chunk_bytes = 64 << 10;
   std::uint32_t chunks_in_flight = 16;
+  // overrides of the config's system.endpoint and system.ace (0: keep the config's)
+  double memory_gb_per_s = 0;
+  std::uint32_t cores = 0, ace_fsms = 0;
+  std::uint64_t ace_sram_bytes = 0;
 };
 
 void add_collective_options(CLI::App* cmd, CollectiveArgs& a);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "sim/common/error.h"
+#include "sim/collective/engines.h"
 #include "sim/noc/packet_net.h"
 
 namespace tessera::sim {
@@ -24,48 +25,61 @@ class ChunkBuilder {
   // What each chip has received last: once it has, the chip is done with this chunk.
   std::vector<std::vector<std::uint32_t>> take_last() { return std::move(last_); }
 
-  // Ring reduce-scatter over `ring` of a `bytes` buffer: n - 1 steps of bytes / n, member j
-  // sending to member j + 1 what it holds after the step before.
-  void ring_steps(const std::vector<std::uint32_t>& ring, Bytes message_bytes, std::uint32_t steps) {
+  // The chunk and phase the next messages belong to.
+  void at(std::uint32_t chunk, std::uint8_t phase) {
+    chunk_ = chunk;
+    phase_ = phase;
+  }
+
+  // `steps` ring steps over `ring`, member j sending to member j + 1 what it holds after the
+  // step before; the first `reduce_steps` are reductions (reduce-scatter), the rest copies.
+  void ring_steps(const std::vector<std::uint32_t>& ring, Bytes message_bytes, std::uint32_t steps,
+                  std::uint32_t reduce_steps) {
     const std::size_t n = ring.size();
     std::vector<std::uint32_t> sent(n);
     for (std::uint32_t k = 0; k < steps; ++k) {
-      for (std::size_t j = 0; j < n; ++j) sent[j] = add(ring[j], ring[(j + 1) % n], message_bytes, last_[ring[j]]);
+      for (std::size_t j = 0; j < n; ++j)
+        sent[j] = add(ring[j], ring[(j + 1) % n], message_bytes, last_[ring[j]], k < reduce_steps);
       for (std::size_t j = 0; j < n; ++j) last_[ring[(j + 1) % n]] = {sent[j]};
     }
   }
   // Half the data each way round a bidirectional ring: two counter-rotating rings whose steps
   // wait only on their own ring; the next phase waits on both.
-  void ring_both_ways(const std::vector<std::uint32_t>& ring, Bytes half_message_bytes, std::uint32_t steps) {
+  void ring_both_ways(const std::vector<std::uint32_t>& ring, Bytes half_message_bytes, std::uint32_t steps,
+                      std::uint32_t reduce_steps) {
     std::vector<std::vector<std::uint32_t>> start, forward;  // of the ring's members only
     for (std::uint32_t c : ring) start.push_back(last_[c]);
-    ring_steps(ring, half_message_bytes, steps);
+    ring_steps(ring, half_message_bytes, steps, reduce_steps);
     for (std::size_t i = 0; i < ring.size(); ++i) {
       forward.push_back(std::move(last_[ring[i]]));
       last_[ring[i]] = std::move(start[i]);
     }
-    ring_steps(std::vector<std::uint32_t>(ring.rbegin(), ring.rend()), half_message_bytes, steps);
+    ring_steps(std::vector<std::uint32_t>(ring.rbegin(), ring.rend()), half_message_bytes, steps, reduce_steps);
     for (std::size_t i = 0; i < ring.size(); ++i)
       last_[ring[i]].insert(last_[ring[i]].end(), forward[i].begin(), forward[i].end());
   }
   // Every member sends `message_bytes` to every other at once (after what it waits for); each
   // then waits for all it received.
-  void direct(const std::vector<std::uint32_t>& group, Bytes message_bytes) {
+  void direct(const std::vector<std::uint32_t>& group, Bytes message_bytes, bool reduce) {
     std::vector<std::vector<std::uint32_t>> in(group.size());
     for (std::size_t j = 0; j < group.size(); ++j)
       for (std::size_t k = 1; k < group.size(); ++k) {
         const std::size_t to = (j + k) % group.size();  // spread: each starts with its next
-        in[to].push_back(add(group[j], group[to], message_bytes, last_[group[j]]));
+        in[to].push_back(add(group[j], group[to], message_bytes, last_[group[j]], reduce));
       }
     for (std::size_t j = 0; j < group.size(); ++j) last_[group[j]] = std::move(in[j]);
   }
 
  private:
-  std::uint32_t add(std::uint32_t src, std::uint32_t dst, Bytes bytes, const std::vector<std::uint32_t>& waits) {
+  std::uint32_t add(std::uint32_t src, std::uint32_t dst, Bytes bytes, const std::vector<std::uint32_t>& waits,
+                    bool reduce) {
     CollectiveMessage m;
     m.src = src;
     m.dst = dst;
     m.bytes = bytes;
+    m.chunk = chunk_;
+    m.phase = phase_;
+    m.reduce = reduce;
     m.waits_first = static_cast<std::uint32_t>(plan_.waits.size());
     m.waits_count = static_cast<std::uint32_t>(waits.size());
     plan_.waits.insert(plan_.waits.end(), waits.begin(), waits.end());
@@ -75,6 +89,8 @@ class ChunkBuilder {
 
   CollectivePlan& plan_;
   std::vector<std::vector<std::uint32_t>> last_;
+  std::uint32_t chunk_ = 0;
+  std::uint8_t phase_ = 0;
 };
 
 // The rings (groups) of dimension d: chips that differ only in coordinate d, in coordinate order.
@@ -147,7 +163,8 @@ std::vector<Phase> phases_of(const Config& cfg, const CollectiveSpec& spec, Byte
   return out;
 }
 
-void add_phase(const Config& cfg, const CollectiveSpec& spec, const Phase& ph, ChunkBuilder& b) {
+// Adds one phase's messages; returns what the phase asks of a chip.
+CollectivePhase add_phase(const Config& cfg, const CollectiveSpec& spec, const Phase& ph, ChunkBuilder& b) {
   std::vector<std::vector<std::uint32_t>> groups;
   if (ph.dimension == kAll) {
     groups.emplace_back(cfg.system.chips);
@@ -160,20 +177,30 @@ void add_phase(const Config& cfg, const CollectiveSpec& spec, const Phase& ph, C
                            : ph.dimension == kAll ? fmt::format("a ring of {} chips", n)
                                                   : fmt::format("dimension {} of {} chips", ph.dimension, n);
   const std::uint32_t steps = ph.kind == Phase::AllReduce ? 2 * (n - 1) : n - 1;
+  const std::uint32_t reduce_steps = ph.kind == Phase::AllGather ? 0 : n - 1;
   // a ring phase on a bidirectional ring dimension of 3 or more chips uses both directions
   const bool both_ways = spec.algorithm != CollectiveAlgorithm::Direct && ph.dimension != kAll && n > 2 &&
                          cfg.system.dimensions[ph.dimension].kind == DimensionKind::Ring;
   const Bytes message = share(ph.buffer, both_ways ? 2 * n : n, spec, both_ways ? what + ", half each way" : what);
   for (const auto& g : groups) {
     if (spec.algorithm == CollectiveAlgorithm::Direct) {
-      b.direct(g, message);
-      if (ph.kind == Phase::AllReduce) b.direct(g, message);
+      b.direct(g, message, spec.op != CollectiveOp::AllToAll);
+      if (ph.kind == Phase::AllReduce) b.direct(g, message, false);
     } else if (both_ways) {
-      b.ring_both_ways(g, message, steps);
+      b.ring_both_ways(g, message, steps, reduce_steps);
     } else {
-      b.ring_steps(g, message, steps);
+      b.ring_steps(g, message, steps, reduce_steps);
     }
   }
+  // the bandwidth a chip's links give the phase: its dimension's links (both ways on a
+  // bidirectional ring); a phase over every chip counts the first dimension's
+  const Dimension& dim = cfg.system.dimensions[ph.dimension == kAll ? 0 : ph.dimension];
+  const std::uint32_t rounds = spec.algorithm == CollectiveAlgorithm::Direct ? (ph.kind == Phase::AllReduce ? 2 : 1)
+                                                                              : steps;
+  const Bytes sent = message * rounds * (spec.algorithm == CollectiveAlgorithm::Direct ? n - 1 : both_ways ? 2 : 1);
+  return {ph.buffer, ph.kind == Phase::AllGather ? ph.buffer / n : ph.buffer,
+          dim.bytes_per_cycle() * (both_ways ? 2 : 1), sent,
+          rounds * (double(dim.link_latency_cycles) + double(message) / dim.bytes_per_cycle())};
 }
 
 }  // namespace
@@ -213,87 +240,34 @@ CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
   // A chip starts chunk c once it is done with chunk c - chunks_in_flight.
   const std::uint32_t window = spec.chunks_in_flight == 0 ? plan.chunks : spec.chunks_in_flight;
   std::vector<std::vector<std::vector<std::uint32_t>>> done;  // per chunk, per chip
+  plan.chunk_bytes = chunk;
   for (std::uint32_t c = 0; c < plan.chunks; ++c) {
     ChunkBuilder b(plan, c >= window ? std::move(done[c - window]) : std::vector<std::vector<std::uint32_t>>(p));
+    std::vector<CollectivePhase> phases;
     if (spec.op == CollectiveOp::AllToAll) {
       std::vector<std::uint32_t> all(p);
       for (std::uint32_t i = 0; i < p; ++i) all[i] = i;
-      b.direct(all, share(chunk, p, spec, fmt::format("one per chip of {}", p)));
-      done.push_back(b.take_last());
-      continue;
+      b.at(c, 0);
+      b.direct(all, share(chunk, p, spec, fmt::format("one per chip of {}", p)), false);
+      const Dimension& d0 = cfg.system.dimensions[0];
+      phases.push_back({chunk, chunk, d0.bytes_per_cycle(), chunk / p * (p - 1),
+                        double(d0.link_latency_cycles) + double(chunk / p) / d0.bytes_per_cycle()});
+    } else {
+      Phase whole{Phase::AllReduce, kAll, chunk};
+      const std::vector<Phase> list =
+          spec.algorithm == CollectiveAlgorithm::Direct ? std::vector<Phase>{whole} : phases_of(cfg, spec, chunk);
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        b.at(c, static_cast<std::uint8_t>(k));
+        phases.push_back(add_phase(cfg, spec, list[k], b));
+      }
     }
-    Phase whole{Phase::AllReduce, kAll, chunk};
-    const std::vector<Phase> phases =
-        spec.algorithm == CollectiveAlgorithm::Direct ? std::vector<Phase>{whole} : phases_of(cfg, spec, chunk);
-    for (const Phase& ph : phases) add_phase(cfg, spec, ph, b);
+    if (c == 0) plan.phases = std::move(phases);
     done.push_back(b.take_last());
   }
   return plan;
 }
 
 namespace {
-
-// The ideal engine: a message goes out of its chip's AFI one cycle after the last message it
-// waits for arrived (the endpoint handles it in one cycle, with no memory or compute cost).
-class IdealEngine : public TransportListener {
- public:
-  IdealEngine(const Config& cfg, const CollectivePlan& plan) : net_(cfg), plan_(plan) {
-    net_.set_listener(this);
-    waiting_.resize(plan.messages.size());
-    children_first_.assign(plan.messages.size() + 1, 0);
-    for (const auto& m : plan.messages)
-      for (std::uint32_t i = 0; i < m.waits_count; ++i) ++children_first_[plan.waits[m.waits_first + i] + 1];
-    for (std::size_t i = 1; i < children_first_.size(); ++i) children_first_[i] += children_first_[i - 1];
-    children_.resize(plan.waits.size());
-    std::vector<std::uint32_t> at(children_first_.begin(), children_first_.end() - 1);
-    for (std::uint32_t m = 0; m < plan.messages.size(); ++m) {
-      waiting_[m] = plan.messages[m].waits_count;
-      for (std::uint32_t i = 0; i < plan.messages[m].waits_count; ++i)
-        children_[at[plan.waits[plan.messages[m].waits_first + i]]++] = m;
-    }
-  }
-
-  Cycles run() {
-    for (std::uint32_t m = 0; m < plan_.messages.size(); ++m)
-      if (waiting_[m] == 0) inject(m, 0);
-    while (net_.next_event() != kNever) {
-      net_.advance(net_.next_event());
-      for (const auto& [m, when] : ready_) inject(m, when);
-      ready_.clear();
-    }
-    if (delivered_ != plan_.messages.size())  // what is stuck says whether the network or the plan is
-      throw SimulationError(fmt::format(
-          "collective: {} of {} messages never arrived ({} sent and not delivered, {} packets still in the network "
-          "at cycle {}: {}; the others wait for them)",
-          plan_.messages.size() - delivered_, plan_.messages.size(), injected_ - delivered_, net_.in_flight(),
-          last_, net_.stuck_report()));
-    return last_;
-  }
-  PacketNetwork& net() { return net_; }
-
-  void sent(std::uint64_t, Cycles) override {}
-  void delivered(std::uint64_t m, Cycles when) override {
-    ++delivered_;
-    last_ = std::max(last_, when);
-    for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i)
-      if (--waiting_[children_[i]] == 0) ready_.emplace_back(children_[i], when + 1);
-  }
-
- private:
-  void inject(std::uint32_t m, Cycles when) {
-    const CollectiveMessage& msg = plan_.messages[m];
-    const NetTopology& topo = net_.topology();
-    ++injected_;
-    net_.inject(m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, when);
-  }
-
-  PacketNetwork net_;
-  const CollectivePlan& plan_;
-  std::vector<std::uint32_t> waiting_, children_first_, children_;
-  std::vector<std::pair<std::uint32_t, Cycles>> ready_;
-  std::uint64_t injected_ = 0, delivered_ = 0;
-  Cycles last_ = 0;
-};
 
 double traffic_factor(CollectiveOp op, std::uint32_t p) {
   const double f = double(p - 1) / p;
@@ -303,16 +277,16 @@ double traffic_factor(CollectiveOp op, std::uint32_t p) {
 }  // namespace
 
 CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec) {
-  if (spec.engine != "ideal")
-    throw Error(fmt::format("--engine {}: not available; this build has the ideal engine only (the ace and cores "
-                            "engines of issue 13 are not built yet)", spec.engine));
-  const CollectivePlan plan = plan_collective(cfg, spec);
+  // ACE admits chunks by its FSMs and SRAM, not by a window
+  CollectiveSpec planned = spec;
+  if (spec.engine == "ace") planned.chunks_in_flight = 0;
+  const CollectivePlan plan = plan_collective(cfg, planned);
   if (!cfg.system.afi)
     throw Error(fmt::format("collective: config {} has no system.afi: collective engines send through the AFI "
                             "(docs/config.md)", cfg.name));
-  IdealEngine engine(cfg, plan);
+  PacketNetwork net(cfg);
   CollectiveResult r;
-  r.cycles = engine.run();
+  r.cycles = run_engine(cfg, spec, plan, net, r);
   r.messages = plan.messages.size();
   r.sent_bytes.assign(cfg.system.chips, 0);
   for (const auto& m : plan.messages) r.sent_bytes[m.src] += m.bytes;
@@ -320,9 +294,9 @@ CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec) {
   r.algorithm_gb_per_s = double(spec.bytes) / seconds / 1e9;
   r.bus_gb_per_s = r.algorithm_gb_per_s * traffic_factor(spec.op, cfg.system.chips);
   r.injected_gb_per_s = double(*std::max_element(r.sent_bytes.begin(), r.sent_bytes.end())) / seconds / 1e9;
-  r.packet_hops = engine.net().hops();
+  r.packet_hops = net.hops();
   std::vector<ChannelStats*> stats;
-  engine.net().stats(stats);
+  net.stats(stats);
   for (const ChannelStats* s : stats)
     if (s->name.rfind("link.", 0) == 0 || s->name.rfind("switch", 0) == 0)
       r.link_utilization.emplace_back(s->name, r.cycles ? double(s->busy_cycles) / double(r.cycles) : 0.0);
@@ -338,7 +312,10 @@ Json collective_json(const Config& cfg, const CollectiveSpec& spec, const Collec
           {"seconds", double(r.cycles) / (cfg.clock_ghz * 1e9)}, {"messages", r.messages},
           {"algorithm_gb_per_s", r.algorithm_gb_per_s}, {"bus_gb_per_s", r.bus_gb_per_s},
           {"injected_gb_per_s", r.injected_gb_per_s}, {"sent_bytes_per_chip", r.sent_bytes},
-          {"packet_hops", r.packet_hops}, {"link_utilization", links}};
+          {"packet_hops", r.packet_hops}, {"link_utilization", links},
+          {"memory_read_bytes_per_chip", r.memory_read_bytes}, {"memory_write_bytes_per_chip", r.memory_write_bytes},
+          {"chunks_out_of_order", r.chunks_out_of_order}, {"admission_wait_cycles", r.admission_wait_cycles},
+          {"ace_fsms_per_phase", r.ace_fsms_per_phase}, {"ace_partition_bytes", r.ace_partition_bytes}};
 }
 
 }  // namespace tessera::sim

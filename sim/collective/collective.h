@@ -5,9 +5,10 @@
 // runs those messages on the interconnect from each chip's AFI. The algorithms know nothing of
 // the engines, so the ACE engine and the baseline on cores can run the same message plans.
 //
-// Built so far: the algorithms (ring, direct, hierarchical per dimension) and the `ideal`
-// engine, whose endpoint handles a received message in one cycle (the ACE paper's Ideal);
-// the `ace` and `cores` engines are not built yet. docs/collectives.md.
+// Algorithms: ring, direct, hierarchical per dimension. Engines (sim/collective/engines.h):
+// `ideal` (the endpoint handles a received message in one cycle, the ACE paper's Ideal),
+// `cores` (kernels on cores that read and write memory: the paper's baseline) and `ace` (the
+// collectives engine beside the AFI: SRAM partitions, FSMs, ALUs, DMA). docs/collectives.md.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,7 +35,7 @@ struct CollectiveSpec {
   // Chunks issued all at once queue behind each other at every port, so no chunk gets ahead
   // into the next phase; a window lets phases of different chunks overlap.
   std::uint32_t chunks_in_flight = 16;
-  std::string engine = "ideal";
+  std::string engine = "ideal";  // ideal, cores or ace; the last two need system.endpoint (and system.ace)
 };
 
 // One message of a collective's plan: sent once every message it waits for has arrived at its
@@ -44,12 +45,29 @@ struct CollectiveMessage {
   std::uint32_t src = 0, dst = 0;  // chips
   Bytes bytes = 0;
   std::uint32_t waits_first = 0, waits_count = 0;  // into CollectivePlan::waits
+  std::uint32_t chunk = 0;
+  std::uint8_t phase = 0;   // index into CollectivePlan::phases
+  bool reduce = false;      // the receiver adds it to its own data (else it keeps or forwards it)
+};
+
+// What one phase asks of a chip, per chunk: the data it holds at most during the phase, the
+// data it starts from, the bandwidth its links give it (the ACE partition rule), the bytes it
+// sends, and the chunk's time through the phase on idle links (its steps, each a link latency
+// and a message's time on the link).
+struct CollectivePhase {
+  Bytes footprint_bytes = 0;
+  Bytes initial_bytes = 0;
+  double bytes_per_cycle = 0;
+  Bytes sent_bytes = 0;
+  double zero_load_cycles = 0;
 };
 
 struct CollectivePlan {
   std::vector<CollectiveMessage> messages;  // among messages ready at once, this order
   std::vector<std::uint32_t> waits;         // message indices
+  std::vector<CollectivePhase> phases;      // the same for every chunk
   std::uint32_t chunks = 0;
+  Bytes chunk_bytes = 0;
 };
 
 // The messages of `spec` on the config's chips. Throws Error naming the field when the bytes do
@@ -65,6 +83,15 @@ struct CollectiveResult {
   double injected_gb_per_s = 0;          // bytes sent per NPU / time (the ACE paper's network BW)
   std::uint64_t packet_hops = 0;
   std::vector<std::pair<std::string, double>> link_utilization;  // chip links only, busy share
+  // Endpoint memory traffic per chip (zero for the ideal engine, which has none).
+  std::vector<Bytes> memory_read_bytes, memory_write_bytes;
+  // ace: chunks that finished on a chip before a chunk with a lower number (across FSMs), and
+  // the cycles chunks waited, summed, for an FSM or room in a partition
+  std::uint64_t chunks_out_of_order = 0;
+  Cycles admission_wait_cycles = 0;
+  // ace: how the FSMs and the SRAM were shared out (per phase; the SRAM then the terminal one)
+  std::vector<std::uint32_t> ace_fsms_per_phase;
+  std::vector<Bytes> ace_partition_bytes;
 };
 
 // Runs the plan on the config's interconnect with the named engine (the system needs an AFI).

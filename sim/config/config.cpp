@@ -238,6 +238,31 @@ SystemConfig parse_system(const JsonReader& r) {
     a.reject_unknown_keys();
     s.afi = afi;
   }
+  if (r.has("endpoint")) {
+    JsonReader e = r.object("endpoint");
+    EndpointConfig ep;
+    ep.memory_bytes_per_cycle = e.positive("memory_bytes_per_cycle");
+    const std::uint64_t cores = e.u64("cores", ep.cores);
+    require(cores >= 1 && cores <= 4096, e, "cores", "expected 1..4096 cores for collective kernels");
+    ep.cores = static_cast<std::uint32_t>(cores);
+    ep.core_bytes_per_cycle = e.positive("core_bytes_per_cycle", ep.core_bytes_per_cycle);
+    e.reject_unknown_keys();
+    s.endpoint = ep;
+  }
+  if (r.has("ace")) {
+    JsonReader a = r.object("ace");
+    AceConfig ace;
+    ace.sram_bytes = a.u64("sram_bytes", ace.sram_bytes);
+    require(ace.sram_bytes >= 1024 && ace.sram_bytes <= (Bytes{1} << 40), a, "sram_bytes", "expected 1 KiB .. 1 TiB");
+    const std::uint64_t fsms = a.u64("fsms", ace.fsms), alus = a.u64("alus", ace.alus);
+    require(fsms >= 1 && fsms <= 1024, a, "fsms", "expected 1..1024");
+    require(alus >= 1 && alus <= 1024, a, "alus", "expected 1..1024");
+    ace.fsms = static_cast<std::uint32_t>(fsms);
+    ace.alus = static_cast<std::uint32_t>(alus);
+    ace.alu_bytes_per_cycle = a.positive("alu_bytes_per_cycle", ace.alu_bytes_per_cycle);
+    a.reject_unknown_keys();
+    s.ace = ace;
+  }
   if (r.has("model") && r.string("model") != "packet")
     r.fail("model", fmt::format("unknown model \"{}\" for the links between chips (expected "
                                 "\"packet\"; the flit level is built for a single mesh chip)",

@@ -108,6 +108,25 @@ struct AfiConfig {
   Bytes port_buffer_bytes = 0;
 };
 
+// The NPU side of a collective (docs/collectives.md, "Engines"): what the endpoint engines
+// spend besides the network. Memory is a read channel and a write channel of this rate per
+// chip (the share of the NPU's memory bandwidth communication may use); the `cores` engine
+// runs its kernels on `cores` cores (SMs) that each move `core_bytes_per_cycle`.
+struct EndpointConfig {
+  double memory_bytes_per_cycle = 0;
+  std::uint32_t cores = 6;
+  double core_bytes_per_cycle = 64;
+};
+
+// The ACE collectives engine beside each chip's AFI: an SRAM split into a partition per phase
+// and a terminal one, FSMs shared out among the phases, ALUs for reductions.
+struct AceConfig {
+  Bytes sram_bytes = Bytes{4} << 20;
+  std::uint32_t fsms = 16;
+  std::uint32_t alus = 4;
+  double alu_bytes_per_cycle = 64;
+};
+
 // How several chips are joined. Cores of all chips form one global index space.
 struct SystemConfig {
   std::uint32_t chips = 1;
@@ -116,6 +135,8 @@ struct SystemConfig {
   Bytes packet_bytes = 1024;           // inter-chip packet
   Bytes buffer_bytes = 8192;           // input buffer per inter-chip link
   std::optional<AfiConfig> afi;
+  std::optional<EndpointConfig> endpoint;
+  std::optional<AceConfig> ace;
 
   // Chips between two neighbours along dimension d.
   std::uint32_t stride(std::size_t d) const {

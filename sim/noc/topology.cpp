@@ -172,6 +172,18 @@ std::uint32_t NetTopology::afi_source(std::uint32_t from, std::uint32_t to) cons
   throw std::logic_error("afi_source: a chip does not send to itself through its AFI");
 }
 
+std::uint32_t NetTopology::next_chip(std::uint32_t from, std::uint32_t to) const {
+  for (std::size_t d = 0; d < dims_; ++d) {
+    const std::uint32_t y = cfg_.system.coordinate(to, d);
+    if (cfg_.system.coordinate(from, d) == y) continue;
+    const DimensionKind kind = cfg_.system.dimensions[d].kind;
+    if (kind == DimensionKind::FullyConnected || kind == DimensionKind::Switch)
+      return cfg_.system.with_coordinate(from, d, y);
+    return neighbour(from, d, first_link(from, d, y) == 0 ? 1 : -1);
+  }
+  throw std::logic_error("next_chip: a chip is not on the way to itself");
+}
+
 // Dateline: a hop that wraps round a torus dimension, and every later hop in that dimension,
 // waits in class 1.
 void NetTopology::mesh_route(std::uint32_t chip, std::uint32_t from, std::uint32_t to,

@@ -61,6 +61,9 @@ class NetTopology {
   // The chips next to `chip` along dimension d, one step in the positive direction (ring,
   // unidirectional ring, switch: the next coordinate, wrapping round).
   std::uint32_t neighbour(std::uint32_t chip, std::size_t d, int step) const;
+  // The first chip after `from` on the route to chip `to` (from != to): a ring's neighbour,
+  // or `to`'s coordinate in a fully connected or switch dimension (a switch is no chip).
+  std::uint32_t next_chip(std::uint32_t from, std::uint32_t to) const;
 
  private:
   struct Chip {

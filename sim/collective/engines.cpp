@@ -1,0 +1,546 @@
+#include "sim/collective/engines.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <queue>
+
+#include "sim/common/error.h"
+
+namespace tessera::sim {
+
+namespace {
+
+constexpr std::uint32_t kNone = ~0u;
+
+// A resource that serves requests one after another, in the order they are made, at a rate: a
+// memory channel, the pool of cores running collective kernels, the ALUs. The engines make a
+// request at the simulated cycle it arises, so first come, first served is decided in time
+// order and nothing is reserved for a request that has not been made yet.
+class RateServer {
+ public:
+  explicit RateServer(double bytes_per_cycle = 1) : rate_(bytes_per_cycle) {}
+  // Serves `bytes` asked for at cycle t; returns the cycle the last byte is done.
+  Cycles serve(Cycles t, Bytes bytes) {
+    const std::int64_t start = std::max(static_cast<std::int64_t>(t) * kFrac, free_fp_);
+    free_fp_ = start + static_cast<std::int64_t>(std::ceil(double(bytes) * kFrac / rate_));
+    bytes_ += bytes;
+    return static_cast<Cycles>((free_fp_ + kFrac - 1) / kFrac);
+  }
+  Bytes bytes() const { return bytes_; }
+
+ private:
+  static constexpr std::int64_t kFrac = 1024;  // time in 1/1024 cycle, as in the network
+  double rate_;
+  std::int64_t free_fp_ = 0;
+  Bytes bytes_ = 0;
+};
+
+// What the engines share: the plan's dependencies, an event queue merged in time with the
+// network's, and injection through the AFI. A message is `ready` once every message it waits
+// for is complete (usable at its destination); the engine decides when it goes out and when a
+// delivered message is complete.
+class Engine : public TransportListener {
+ public:
+  Engine(const CollectivePlan& plan, PacketNetwork& net) : plan_(plan), net_(net) {
+    net_.set_listener(this);
+    const std::size_t n = plan.messages.size();
+    waiting_.resize(n);
+    children_first_.assign(n + 1, 0);
+    for (const auto& m : plan.messages)
+      for (std::uint32_t i = 0; i < m.waits_count; ++i) ++children_first_[plan.waits[m.waits_first + i] + 1];
+    for (std::size_t i = 1; i < children_first_.size(); ++i) children_first_[i] += children_first_[i - 1];
+    children_.resize(plan.waits.size());
+    std::vector<std::uint32_t> at(children_first_.begin(), children_first_.end() - 1);
+    for (std::uint32_t m = 0; m < n; ++m) {
+      waiting_[m] = plan.messages[m].waits_count;
+      for (std::uint32_t i = 0; i < plan.messages[m].waits_count; ++i)
+        children_[at[plan.waits[plan.messages[m].waits_first + i]]++] = m;
+    }
+  }
+  ~Engine() override { net_.set_listener(nullptr); }
+
+  Cycles run() {
+    start();
+    for (std::uint32_t m = 0; m < plan_.messages.size(); ++m)
+      if (waiting_[m] == 0) on_ready(m, 0);
+    for (;;) {
+      const Cycles t = std::min(net_.next_event(), events_.empty() ? kNever : events_.top().at);
+      if (t == kNever) break;
+      while (!events_.empty() && events_.top().at == t) {
+        const Event e = events_.top();
+        events_.pop();
+        handle(e);
+      }
+      net_.advance(t);  // what it reports comes back as events after t
+    }
+    if (delivered_ != plan_.messages.size())  // what is stuck says whether the network or the plan is
+      throw SimulationError(fmt::format(
+          "collective: {} of {} messages never arrived ({} sent and not delivered, {} packets still in the network "
+          "at cycle {}: {}; the others wait for them)",
+          plan_.messages.size() - delivered_, plan_.messages.size(), injected_ - delivered_, net_.in_flight(),
+          last_, net_.stuck_report()));
+    check_finished();
+    return last_;
+  }
+  virtual void report(CollectiveResult&) const {}
+
+  void sent(std::uint64_t m, Cycles when) override { schedule(when, kSent, static_cast<std::uint32_t>(m)); }
+  void delivered(std::uint64_t m, Cycles when) override {
+    ++delivered_;
+    schedule(when, kDelivered, static_cast<std::uint32_t>(m));
+  }
+
+ protected:
+  // Event kinds; engines number theirs from kOwn.
+  static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kOwn = 4;
+  struct Event {
+    Cycles at;
+    std::uint64_t seq;
+    std::uint32_t a, b;
+    std::uint8_t kind;
+    bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  void schedule(Cycles at, std::uint8_t kind, std::uint32_t a, std::uint32_t b = 0) {
+    events_.push({at, seq_++, a, b, kind});
+  }
+  void inject(std::uint32_t m, Cycles t) {
+    const CollectiveMessage& msg = plan_.messages[m];
+    const NetTopology& topo = net_.topology();
+    ++injected_;
+    net_.inject(m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, t);
+  }
+  // m's data is usable at its destination at cycle t.
+  void complete(std::uint32_t m, Cycles t) {
+    for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i)
+      if (--waiting_[children_[i]] == 0) on_ready(children_[i], t);
+  }
+  std::uint32_t children(std::uint32_t m) const { return children_first_[m + 1] - children_first_[m]; }
+  std::uint32_t first_child(std::uint32_t m) const { return children_[children_first_[m]]; }
+  bool waiting(std::uint32_t m) const { return waiting_[m] != 0; }
+  const CollectiveMessage& msg(std::uint32_t m) const { return plan_.messages[m]; }
+  // Whether the one message m waits for is a reduction, of the same chunk and phase, whose sum
+  // m carries on (a ring step forwarding what it just added up).
+  bool forwards_reduction(std::uint32_t m) const {
+    const CollectiveMessage& x = msg(m);
+    if (x.waits_count != 1) return false;
+    const std::uint32_t w = plan_.waits[x.waits_first];
+    const CollectiveMessage& y = msg(w);
+    return y.reduce && y.dst == x.src && y.chunk == x.chunk && y.phase == x.phase && children(w) == 1;
+  }
+  // Whether the sum of reduction m leaves in the one message that forwards it.
+  bool sum_forwarded(std::uint32_t m) const { return children(m) == 1 && forwards_reduction(first_child(m)); }
+
+  virtual void start() {}
+  virtual void on_ready(std::uint32_t m, Cycles t) = 0;
+  virtual void handle(const Event& e) = 0;
+  virtual void check_finished() const {}
+
+  const CollectivePlan& plan_;
+  PacketNetwork& net_;
+  Cycles last_ = 0;
+
+ private:
+  std::vector<std::uint32_t> waiting_, children_first_, children_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t seq_ = 0, injected_ = 0, delivered_ = 0;
+};
+
+// The ACE paper's Ideal: a message goes out as soon as it is ready; a received one is complete
+// one cycle after its last byte arrived.
+class IdealEngine : public Engine {
+ public:
+  using Engine::Engine;
+
+ private:
+  void on_ready(std::uint32_t m, Cycles t) override { inject(m, t); }
+  void handle(const Event& e) override {
+    if (e.kind == kDelivered) {
+      last_ = std::max(last_, e.at);
+      schedule(e.at + 1, kComplete, e.a);
+    } else if (e.kind == kComplete) {
+      complete(e.a, e.at);
+    }
+  }
+};
+
+// The baseline: collective kernels on cores, through memory (see engines.h).
+class CoresEngine : public Engine {
+ public:
+  CoresEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net) : Engine(plan, net) {
+    const EndpointConfig& e = *cfg.system.endpoint;
+    for (std::uint32_t c = 0; c < cfg.system.chips; ++c) {
+      read_.emplace_back(e.memory_bytes_per_cycle);
+      write_.emplace_back(e.memory_bytes_per_cycle);
+      cores_.emplace_back(e.cores * e.core_bytes_per_cycle);
+    }
+  }
+  void report(CollectiveResult& r) const override {
+    for (std::size_t c = 0; c < read_.size(); ++c) {
+      r.memory_read_bytes.push_back(read_[c].bytes());
+      r.memory_write_bytes.push_back(write_[c].bytes());
+    }
+  }
+
+ private:
+  static constexpr std::uint8_t kSendCores = kOwn, kReduceRead = kOwn + 1, kReduceCores = kOwn + 2, kSumWrite = kOwn + 3,
+                                 kKeepWrite = kOwn + 4;
+
+  void on_ready(std::uint32_t m, Cycles t) override {
+    if (forwards_reduction(m)) {
+      inject(m, t);  // the kernel that added it up sends the sum straight to the AFI
+      return;
+    }
+    schedule(read_[msg(m).src].serve(t, msg(m).bytes), kSendCores, m);
+  }
+  void handle(const Event& e) override {
+    const CollectiveMessage& x = msg(e.a);
+    switch (e.kind) {
+      case kSendCores: schedule(cores_[x.src].serve(e.at, x.bytes), kInject, e.a); break;
+      case kInject: inject(e.a, e.at); break;
+      case kDelivered:  // the AFI writes what arrives to memory
+        schedule(write_[x.dst].serve(e.at, x.bytes), x.reduce ? kReduceRead : kComplete, e.a);
+        break;
+      case kReduceRead: schedule(read_[x.dst].serve(e.at, 2 * x.bytes), kReduceCores, e.a); break;
+      case kReduceCores: {
+        const Cycles done = cores_[x.dst].serve(e.at, 2 * x.bytes);
+        if (!sum_forwarded(e.a)) {
+          schedule(done, kSumWrite, e.a);
+        } else {
+          // a partial sum only moves on; the chip's final sum (forwarded as a copy, all-reduce)
+          // is also kept: written while it goes out
+          if (!msg(first_child(e.a)).reduce) schedule(done, kKeepWrite, e.a);
+          schedule(done, kComplete, e.a);
+        }
+        break;
+      }
+      case kSumWrite: schedule(write_[x.dst].serve(e.at, x.bytes), kComplete, e.a); break;
+      case kKeepWrite: last_ = std::max(last_, write_[x.dst].serve(e.at, x.bytes)); break;
+      case kComplete:
+        last_ = std::max(last_, e.at);
+        complete(e.a, e.at);
+        break;
+      default: break;
+    }
+  }
+
+  std::vector<RateServer> read_, write_, cores_;
+};
+
+// The ACE engine (see engines.h).
+class AceEngine : public Engine {
+ public:
+  AceEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net)
+      : Engine(plan, net), chips_(cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())) {
+    const AceConfig& ace = *cfg.system.ace;
+    const EndpointConfig& e = *cfg.system.endpoint;
+    size_partitions(ace);
+    share_fsms(ace);
+    for (std::uint32_t c = 0; c < chips_; ++c) {
+      read_.emplace_back(e.memory_bytes_per_cycle);
+      write_.emplace_back(e.memory_bytes_per_cycle);
+      alus_.emplace_back(ace.alus * ace.alu_bytes_per_cycle);
+    }
+    const std::size_t chunks = plan.chunks;
+    free_.resize(std::size_t{chips_} * (phases_ + 1));
+    for (std::uint32_t c = 0; c < chips_; ++c)
+      for (std::uint32_t k = 0; k <= phases_; ++k) free_[c * (phases_ + 1) + k] = partition_[k];
+    fsm_chunk_.assign(std::size_t{chips_} * fsms_, kNone);
+    next_.assign(std::size_t{chips_} * phases_, 0);
+    finished_phases_.assign(chips_ * chunks, 0);
+    active_.assign(chips_ * chunks, kIdle);
+    eligible_at_.assign(chips_ * chunks, 0);
+    done_.assign(chips_ * chunks, false);
+    lowest_open_.assign(chips_, 0);
+    terminal_queue_.resize(chips_);
+    index_groups();
+  }
+
+  void report(CollectiveResult& r) const override {
+    for (std::uint32_t c = 0; c < chips_; ++c) {
+      r.memory_read_bytes.push_back(read_[c].bytes());
+      r.memory_write_bytes.push_back(write_[c].bytes());
+    }
+    r.chunks_out_of_order = out_of_order_;
+    r.admission_wait_cycles = admission_wait_;
+    r.ace_fsms_per_phase = fsm_count_;
+    for (std::int64_t b : partition_) r.ace_partition_bytes.push_back(static_cast<Bytes>(b));
+  }
+
+ private:
+  static constexpr std::uint8_t kActivate = kOwn, kChunkDone = kOwn + 1;
+  static constexpr std::uint8_t kIdle = 0xff;
+
+  // Partition k in proportion to the phase's bandwidth times its initial chunk; the terminal
+  // one as large as the last phase's (the ACE paper's rule).
+  void size_partitions(const AceConfig& ace) {
+    std::vector<double> weight;
+    for (const auto& ph : plan_.phases) weight.push_back(ph.bytes_per_cycle * double(ph.initial_bytes));
+    weight.push_back(weight.back());
+    double sum = 0;
+    for (double w : weight) sum += w;
+    for (std::uint32_t k = 0; k <= phases_; ++k) {
+      partition_.push_back(static_cast<std::int64_t>(double(ace.sram_bytes) * weight[k] / sum));
+      const Bytes need = k < phases_ ? plan_.phases[k].footprint_bytes : plan_.chunk_bytes;
+      footprint_.push_back(static_cast<std::int64_t>(need));
+      if (partition_[k] < footprint_[k])
+        throw Error(fmt::format(
+            "system.ace.sram_bytes: {} bytes split into {} partitions gives {} {} bytes, less than one chunk's {} "
+            "bytes there; use a larger SRAM or smaller chunks (--chunk-bytes)",
+            ace.sram_bytes, phases_ + 1, k < phases_ ? fmt::format("phase {}", k) : std::string("the terminal partition"),
+            partition_[k], need));
+    }
+  }
+  // FSMs shared out among the phases in proportion to the chunks each phase needs in flight to
+  // keep its links busy: a chunk's time through the phase on idle links over its time on the
+  // links' bandwidth (the paper gives no rule; this is the partition rule's counterpart).
+  // Largest remainders, at least one each.
+  void share_fsms(const AceConfig& ace) {
+    if (ace.fsms < phases_)
+      throw Error(fmt::format("system.ace.fsms: {} FSMs for a collective of {} phases; each phase needs one",
+                              ace.fsms, phases_));
+    fsms_ = ace.fsms;
+    std::vector<double> need;
+    double sum = 0;
+    for (const auto& ph : plan_.phases) {
+      const double bandwidth_cycles = std::max(1.0, double(ph.sent_bytes) / ph.bytes_per_cycle);
+      need.push_back(std::max(1.0, ph.zero_load_cycles / bandwidth_cycles));
+      sum += need.back();
+    }
+    fsm_count_.assign(phases_, 1);
+    std::uint32_t left = ace.fsms - phases_;
+    std::vector<double> share(phases_);
+    for (std::uint32_t k = 0; k < phases_; ++k) {
+      share[k] = std::max(0.0, double(ace.fsms) * need[k] / sum - 1.0);
+      const auto whole = std::min(left, static_cast<std::uint32_t>(share[k]));
+      fsm_count_[k] += whole;
+      left -= whole;
+      share[k] -= whole;
+    }
+    while (left > 0) {  // the largest remainder first, the earlier phase on a tie
+      std::uint32_t best = 0;
+      for (std::uint32_t k = 1; k < phases_; ++k)
+        if (share[k] > share[best]) best = k;
+      ++fsm_count_[best];
+      share[best] = -1;
+      --left;
+      if (std::all_of(share.begin(), share.end(), [](double x) { return x < 0; }))
+        for (std::uint32_t k = 0; k < phases_; ++k) share[k] = need[k];
+    }
+    std::uint32_t first = 0;
+    for (std::uint32_t k = 0; k < phases_; ++k) {
+      fsm_first_.push_back(first);
+      first += fsm_count_[k];
+    }
+  }
+  // Per (chip, chunk, phase): how many of the chip's messages are open, and its sends.
+  void index_groups() {
+    const std::size_t groups = std::size_t{chips_} * plan_.chunks * phases_;
+    open_.assign(groups, 0);
+    sends_first_.assign(groups + 1, 0);
+    for (const auto& m : plan_.messages) {
+      ++open_[group(m.src, m.chunk, m.phase)];
+      ++open_[group(m.dst, m.chunk, m.phase)];
+      ++sends_first_[group(m.src, m.chunk, m.phase) + 1];
+    }
+    for (std::size_t g = 1; g <= groups; ++g) sends_first_[g] += sends_first_[g - 1];
+    sends_.resize(plan_.messages.size());
+    std::vector<std::uint32_t> at(sends_first_.begin(), sends_first_.end() - 1);
+    for (std::uint32_t m = 0; m < plan_.messages.size(); ++m) sends_[at[group(msg(m).src, msg(m).chunk, msg(m).phase)]++] = m;
+  }
+  std::size_t group(std::uint32_t chip, std::uint32_t chunk, std::uint32_t phase) const {
+    return (std::size_t{chip} * plan_.chunks + chunk) * phases_ + phase;
+  }
+  std::size_t at(std::uint32_t chip, std::uint32_t chunk) const { return std::size_t{chip} * plan_.chunks + chunk; }
+  std::int64_t& free(std::uint32_t chip, std::uint32_t k) { return free_[chip * (phases_ + 1) + k]; }
+
+  void start() override {
+    for (std::uint32_t chip = 0; chip < chips_; ++chip) admit(chip, 0, 0);
+  }
+  void on_ready(std::uint32_t m, Cycles t) override {
+    if (active_[at(msg(m).src, msg(m).chunk)] == msg(m).phase) inject(m, t);
+    // otherwise it goes when its chunk enters the phase on its chip (activate)
+  }
+  void handle(const Event& e) override {
+    switch (e.kind) {
+      case kSent: close(msg(e.a).src, msg(e.a).chunk, msg(e.a).phase, e.at); break;
+      case kDelivered:  // into the SRAM; a reduction goes through the ALUs first
+        if (msg(e.a).reduce)
+          schedule(alus_[msg(e.a).dst].serve(e.at, msg(e.a).bytes), kComplete, e.a);
+        else
+          received(e.a, e.at);
+        break;
+      case kComplete: received(e.a, e.at); break;
+      case kActivate: activate(e.a, e.b, 0, e.at); break;
+      case kChunkDone: chunk_done(e.a, e.b, e.at); break;
+      default: break;
+    }
+  }
+  void received(std::uint32_t m, Cycles t) {
+    complete(m, t);
+    close(msg(m).dst, msg(m).chunk, msg(m).phase, t);
+  }
+  // One of the chip's messages of (chunk, phase) is done; the last one ends the phase there.
+  void close(std::uint32_t chip, std::uint32_t chunk, std::uint32_t phase, Cycles t) {
+    if (--open_[group(chip, chunk, phase)] != 0) return;
+    active_[at(chip, chunk)] = kIdle;
+    const std::uint32_t fsm = fsm_first_[phase] + chunk % fsm_count_[phase];
+    fsm_chunk_[std::size_t{chip} * fsms_ + fsm] = kNone;
+    finished_phases_[at(chip, chunk)] = static_cast<std::uint8_t>(phase + 1);
+    eligible_at_[at(chip, chunk)] = t;
+    if (phase + 1 == phases_) terminal_queue_[chip].push_back(chunk);
+    if (phase + 1 < phases_)  // on into the next partition (its room here comes back) ...
+      admit(chip, phase + 1, t);
+    else
+      to_terminal(chip, t);
+    admit(chip, phase, t);  // ... and the FSM is free for its next chunk
+  }
+  // Admits chunks into phase k on the chip, in chunk order, while the chunk's FSM is free and
+  // the partition has room; the room the chunk held in phase k - 1 comes back.
+  void admit(std::uint32_t chip, std::uint32_t k, Cycles t) {
+    for (;;) {
+      const std::uint32_t c = next_[chip * phases_ + k];
+      if (c >= plan_.chunks || finished_phases_[at(chip, c)] != k) return;
+      std::uint32_t& fsm = fsm_chunk_[std::size_t{chip} * fsms_ + fsm_first_[k] + c % fsm_count_[k]];
+      if (fsm != kNone || free(chip, k) < footprint_[k]) return;
+      fsm = c;
+      ++next_[chip * phases_ + k];
+      free(chip, k) -= footprint_[k];
+      admission_wait_ += t - eligible_at_[at(chip, c)];
+      if (k == 0) {  // the TX DMA brings the chunk from memory
+        schedule(read_[chip].serve(t, plan_.chunk_bytes), kActivate, chip, c);
+        continue;
+      }
+      free(chip, k - 1) += footprint_[k - 1];
+      activate(chip, c, k, t);
+      admit(chip, k - 1, t);
+    }
+  }
+  void activate(std::uint32_t chip, std::uint32_t c, std::uint32_t k, Cycles t) {
+    active_[at(chip, c)] = static_cast<std::uint8_t>(k);
+    const std::size_t g = group(chip, c, k);
+    for (std::uint32_t i = sends_first_[g]; i < sends_first_[g + 1]; ++i)
+      if (!waiting(sends_[i])) inject(sends_[i], t);
+    if (open_[g] == 0) {  // the chip has no part in this phase of the chunk
+      ++open_[g];
+      close(chip, c, k, t);
+    }
+  }
+  // Chunks that finished their last phase move to the terminal partition in the order they
+  // finished, as room allows, and the RX DMA writes them back.
+  void to_terminal(std::uint32_t chip, Cycles t) {
+    auto& q = terminal_queue_[chip];
+    while (!q.empty() && free(chip, phases_) >= footprint_[phases_]) {
+      const std::uint32_t c = q.front();
+      q.pop_front();
+      free(chip, phases_) -= footprint_[phases_];
+      free(chip, phases_ - 1) += footprint_[phases_ - 1];
+      admission_wait_ += t - eligible_at_[at(chip, c)];
+      schedule(write_[chip].serve(t, plan_.chunk_bytes), kChunkDone, chip, c);
+      admit(chip, phases_ - 1, t);
+    }
+  }
+  void chunk_done(std::uint32_t chip, std::uint32_t c, Cycles t) {
+    free(chip, phases_) += footprint_[phases_];
+    done_[at(chip, c)] = true;
+    ++chunks_done_;
+    if (c != lowest_open_[chip]) ++out_of_order_;
+    while (lowest_open_[chip] < plan_.chunks && done_[at(chip, lowest_open_[chip])]) ++lowest_open_[chip];
+    last_ = std::max(last_, t);
+    to_terminal(chip, t);
+  }
+  void check_finished() const override {
+    if (chunks_done_ == std::uint64_t{chips_} * plan_.chunks) return;
+    for (std::uint32_t chip = 0; chip < chips_; ++chip)
+      if (lowest_open_[chip] < plan_.chunks)
+        throw SimulationError(fmt::format(
+            "collective (ace): chunk {} never finished on chip {} (it finished {} of {} phases; {} of {} chunk-chips "
+            "done)",
+            lowest_open_[chip], chip, finished_phases_[at(chip, lowest_open_[chip])], phases_, chunks_done_,
+            std::uint64_t{chips_} * plan_.chunks));
+  }
+
+  std::uint32_t chips_, phases_, fsms_ = 0;
+  std::vector<std::int64_t> partition_, footprint_;  // per phase, then the terminal partition
+  std::vector<std::uint32_t> fsm_first_, fsm_count_;
+  std::vector<RateServer> read_, write_, alus_;
+  std::vector<std::int64_t> free_;          // per chip and partition
+  std::vector<std::uint32_t> fsm_chunk_;    // per chip and FSM: its chunk, or kNone
+  std::vector<std::uint32_t> next_;         // per chip and phase: the next chunk to admit
+  std::vector<std::uint8_t> finished_phases_, active_;  // per chip and chunk
+  std::vector<Cycles> eligible_at_;         // per chip and chunk: since when it may enter its next partition
+  std::vector<bool> done_;
+  std::vector<std::uint32_t> lowest_open_;  // per chip: the lowest chunk not done
+  std::vector<std::deque<std::uint32_t>> terminal_queue_;
+  std::vector<std::uint32_t> open_, sends_first_, sends_;
+  std::uint64_t chunks_done_ = 0, out_of_order_ = 0;
+  Cycles admission_wait_ = 0;
+};
+
+void require_parts(const Config& cfg, const CollectiveSpec& spec) {
+  if (!cfg.system.endpoint)
+    throw Error(fmt::format("--engine {}: config {} has no system.endpoint (the memory bandwidth and cores a "
+                            "collective may use; docs/config.md)", spec.engine, cfg.name));
+  if (spec.engine == "ace" && !cfg.system.ace)
+    throw Error(fmt::format("--engine ace: config {} has no system.ace (the engine's SRAM, FSMs and ALUs; "
+                            "docs/config.md)", cfg.name));
+}
+
+}  // namespace
+
+CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTopology& topo) {
+  CollectivePlan out;
+  out.phases = plan.phases;
+  out.chunks = plan.chunks;
+  out.chunk_bytes = plan.chunk_bytes;
+  std::vector<std::uint32_t> last_hop(plan.messages.size());
+  for (std::uint32_t i = 0; i < plan.messages.size(); ++i) {
+    const CollectiveMessage& m = plan.messages[i];
+    CollectiveMessage hop = m;
+    hop.waits_first = static_cast<std::uint32_t>(out.waits.size());
+    for (std::uint32_t w = 0; w < m.waits_count; ++w) out.waits.push_back(last_hop[plan.waits[m.waits_first + w]]);
+    for (std::uint32_t at = m.src; at != m.dst;) {
+      hop.src = at;
+      hop.dst = topo.next_chip(at, m.dst);
+      hop.reduce = hop.dst == m.dst && m.reduce;
+      out.messages.push_back(hop);
+      at = hop.dst;
+      hop.waits_first = static_cast<std::uint32_t>(out.waits.size());  // the next hop waits for this one
+      hop.waits_count = 1;
+      out.waits.push_back(static_cast<std::uint32_t>(out.messages.size() - 1));
+    }
+    out.waits.pop_back();  // the last hop has no next
+    last_hop[i] = static_cast<std::uint32_t>(out.messages.size() - 1);
+  }
+  return out;
+}
+
+Cycles run_engine(const Config& cfg, const CollectiveSpec& spec, const CollectivePlan& plan, PacketNetwork& net,
+                  CollectiveResult& r) {
+  if (spec.engine == "ideal") {
+    IdealEngine e(plan, net);
+    const Cycles t = e.run();
+    r.memory_read_bytes.assign(cfg.system.chips, 0);
+    r.memory_write_bytes.assign(cfg.system.chips, 0);
+    return t;
+  }
+  if (spec.engine != "cores" && spec.engine != "ace")
+    throw Error(fmt::format("--engine {}: unknown engine (expected ideal, cores or ace)", spec.engine));
+  require_parts(cfg, spec);
+  if (spec.engine == "cores") {
+    const CollectivePlan relayed = relay_through_neighbours(plan, net.topology());
+    CoresEngine e(cfg, relayed, net);
+    const Cycles t = e.run();
+    e.report(r);
+    return t;
+  }
+  AceEngine e(cfg, plan, net);
+  const Cycles t = e.run();
+  e.report(r);
+  return t;
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,169 @@
+// The endpoint engines of a collective (sim/collective/engines.h): the cores baseline and ACE
+// against the ideal engine, cycle by cycle and byte by byte, worked out by hand.
+#include <catch2/catch.hpp>
+
+#include "sim/collective/collective.h"
+#include "sim/collective/engines.h"
+#include "sim/noc/topology.h"
+#include "test/support.h"
+
+using namespace tessera;
+using Catch::Matchers::Contains;
+
+namespace {
+// Chips joined by `dims`, with an AFI, an endpoint (memory 32 B/cycle each way, one core of
+// 16 B/cycle) and an ACE (one ALU of 16 B/cycle).
+Json engines_system(Json dims) {
+  Json c = test::exchange_config(2);
+  c["system"] = {{"dimensions", std::move(dims)},
+                 {"packet_bytes", 256},
+                 {"buffer_bytes", 4096},
+                 {"afi", {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}}},
+                 {"endpoint", {{"memory_bytes_per_cycle", 32}, {"cores", 1}, {"core_bytes_per_cycle", 16}}},
+                 {"ace", {{"sram_bytes", 1 << 20}, {"fsms", 4}, {"alus", 1}, {"alu_bytes_per_cycle", 16}}}};
+  return c;
+}
+Json ring(const char* kind, std::uint32_t size) {
+  return Json::array({{{"kind", kind}, {"size", size}, {"link_bytes_per_cycle", 16}, {"link_latency_cycles", 100}}});
+}
+sim::CollectiveResult run(const Json& cfg, const std::string& engine, sim::CollectiveOp op, sim::CollectiveAlgorithm alg,
+                          Bytes bytes, Bytes chunk) {
+  sim::CollectiveSpec s;
+  s.op = op;
+  s.algorithm = alg;
+  s.bytes = bytes;
+  s.chunk_bytes = chunk;
+  s.engine = engine;
+  return sim::run_collective(test::config(cfg), s);
+}
+}  // namespace
+
+TEST_CASE("ring all-reduce on 3 chips, one chunk: what the cores and ACE add to the ideal engine, by hand", "[collective][engines]") {
+  // A one-way ring of 3, N = 12 KiB in one chunk: 4 steps of 4 KiB messages (2 reductions,
+  // 2 copies). Each step has its link to itself, so the network's part is the same for every
+  // engine and only the endpoints differ.
+  const Json cfg = engines_system(ring("unidirectional_ring", 3));
+  const auto go = [&](const char* engine) {
+    return run(cfg, engine, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 12288, 0);
+  };
+  const auto ideal = go("ideal"), cores = go("cores"), ace = go("ace");
+  // cores, per chip: the first send reads its 4 KiB (128 cycles at 32 B/cycle) and passes the
+  // core (256 at 16 B/cycle): 384. Each reduction: the AFI writes the 4 KiB (128), the core
+  // reads 8 KiB (256) and adds it up (512): 896 where the ideal engine takes 1. The first copy
+  // is written (128) and read and passed on (384): 512 instead of 1. The last is written: 128.
+  CHECK(cores.cycles - ideal.cycles == 384 + 2 * (896 - 1) + (512 - 1) + 128);
+  // ACE: the TX DMA reads the 12 KiB chunk (384), the ALU adds each reduction (256 at 16 B/cycle
+  // instead of the ideal cycle), a copy is ready when it arrives (0 instead of 1), and the RX
+  // DMA writes the chunk back (384).
+  CHECK(ace.cycles - ideal.cycles == 384 + 2 * (256 - 1) - 1 + 384);
+  // memory: cores read 4 + 8 + 8 + 4 KiB (1.5 x the 16 KiB each sends) and write the 4 arriving
+  // messages plus the chip's own sum, kept while it goes on: 20 KiB. ACE reads and writes N.
+  for (std::uint32_t c = 0; c < 3; ++c) {
+    CHECK(cores.sent_bytes[c] == 16384u);
+    CHECK(cores.memory_read_bytes[c] == 24576u);
+    CHECK(cores.memory_write_bytes[c] == 20480u);
+    CHECK(ace.memory_read_bytes[c] == 12288u);
+    CHECK(ace.memory_write_bytes[c] == 12288u);
+    CHECK(ideal.memory_read_bytes[c] == 0u);
+  }
+}
+
+TEST_CASE("4x4x4 hierarchical all-reduce: ACE reads and writes N, the baseline reads 3.625 N for the 2.25 N it sends", "[collective][engines]") {
+  // Per chip, N in chunks of 64 KiB, every ring used both ways (messages of a chunk's 1/8):
+  // local reduce-scatter: a first read of 1/8 and 3 reductions of 2/8 each way = 1.75 N read;
+  // 3 arrivals and the final sum written each way = N.
+  // vertical and horizontal all-reduce of N/4 (messages N/32): 1 + 3 x 2 + 2 copies = 9/32 read
+  // each way (the first copy carries the sum straight from the reduction) = 0.5625 N each; 6
+  // arrivals + the kept sum = 7/32 written each way = 0.4375 N each.
+  // local all-gather (messages N/8): 3 reads and 3 arrivals each way = 0.75 N read, 0.75 N written.
+  // Reads 1.75 + 2 x 0.5625 + 0.75 = 3.625 N; writes 1 + 2 x 0.4375 + 0.75 = 2.625 N.
+  const Json cfg = read_json_file(std::string(TESSERA_SOURCE_DIR) + "/configs/ace-torus-64.json");
+  const Bytes n = 1 << 20;
+  const auto cores = run(cfg, "cores", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Hierarchical, n, 64 << 10);
+  const auto ace = run(cfg, "ace", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Hierarchical, n, 64 << 10);
+  for (std::uint32_t c = 0; c < 64; ++c) {
+    CHECK(cores.sent_bytes[c] == 9 * n / 4);
+    CHECK(cores.memory_read_bytes[c] == 29 * n / 8);
+    CHECK(cores.memory_write_bytes[c] == 21 * n / 8);
+    CHECK(ace.sent_bytes[c] == 9 * n / 4);
+    CHECK(ace.memory_read_bytes[c] == n);
+    CHECK(ace.memory_write_bytes[c] == n);
+  }
+  // The FSMs go to the phases by the chunks each needs in flight: a chunk spends 3 x (90 +
+  // 8192 / 151.0) = 433 cycles in a local phase against 49,152 / 302.0 = 163 on its bandwidth
+  // (2.66 chunks), 6 x (500 + 2048 / 18.9) = 3,651 against 24,576 / 37.75 = 651 in an
+  // inter-package one (5.61): 16 FSMs share out as 3, 5, 5, 3. The SRAM by bandwidth x initial
+  // chunk: 4 MiB x 37.75 x 16 KiB / 30,925,684 = 83,883 bytes for each inter-package phase.
+  REQUIRE(ace.ace_fsms_per_phase.size() == 4);
+  CHECK(ace.ace_fsms_per_phase == std::vector<std::uint32_t>{3, 5, 5, 3});
+  REQUIRE(ace.ace_partition_bytes.size() == 5);
+  CHECK(ace.ace_partition_bytes[1] == Approx(83883).margin(2));
+  CHECK(ace.ace_partition_bytes[4] == ace.ace_partition_bytes[3]);  // the terminal one as the last phase's
+}
+
+TEST_CASE("all-to-all on a ring of 8: the baseline relays through the memory of the chips on the way, ACE does not", "[collective][engines]") {
+  // Each chip sends m = chunk / 8 to each of 7 others, the shorter way round: 1, 1, 2, 2, 3, 3
+  // and 4 hops, 16 in all. The cores engine writes every hop's arrival and reads the 7
+  // originals and the 9 relayed: 16 m each way. ACE's DMA reads the chunk and writes it: 8 m.
+  const Json cfg = engines_system(ring("ring", 8));
+  const Bytes chunk = 8 * 2048;
+  const auto cores = run(cfg, "cores", sim::CollectiveOp::AllToAll, sim::CollectiveAlgorithm::Direct, chunk, 0);
+  const auto ace = run(cfg, "ace", sim::CollectiveOp::AllToAll, sim::CollectiveAlgorithm::Direct, chunk, 0);
+  for (std::uint32_t c = 0; c < 8; ++c) {
+    CHECK(cores.memory_read_bytes[c] == 16 * 2048u);
+    CHECK(cores.memory_write_bytes[c] == 16 * 2048u);
+    CHECK(ace.memory_read_bytes[c] == chunk);
+    CHECK(ace.memory_write_bytes[c] == chunk);
+  }
+  // the relayed plan: a chain of neighbour messages per original, 16 x 8 in all
+  const sim::Config c = test::config(cfg);
+  sim::CollectiveSpec s;
+  s.op = sim::CollectiveOp::AllToAll;
+  s.algorithm = sim::CollectiveAlgorithm::Direct;
+  s.bytes = chunk;
+  s.chunk_bytes = 0;
+  const sim::CollectivePlan plan = sim::plan_collective(c, s);
+  const sim::CollectivePlan relayed = sim::relay_through_neighbours(plan, sim::NetTopology(c));
+  CHECK(plan.messages.size() == 56u);
+  CHECK(relayed.messages.size() == 128u);
+}
+
+TEST_CASE("ACE with tight partitions and one FSM per phase: slower, never stuck", "[collective][engines]") {
+  // 4 x 4 torus of the test links, hierarchical all-reduce of 256 KiB in 16 KiB chunks: three
+  // phases. One FSM per phase and partitions of one chunk force chunks through one at a time.
+  Json cfg = engines_system(Json::array({ring("ring", 4)[0], ring("ring", 4)[0]}));
+  const auto go = [&](std::uint64_t sram, std::uint32_t fsms) {
+    cfg["system"]["ace"]["sram_bytes"] = sram;
+    cfg["system"]["ace"]["fsms"] = fsms;
+    return run(cfg, "ace", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Hierarchical, 256 << 10, 16 << 10);
+  };
+  const auto roomy = go(4 << 20, 16);
+  // bandwidth x initial chunk: 16 KiB, 4 KiB and 4 KiB over equal links, terminal as the last:
+  // 16 + 4 + 4 + 4 = 28 parts; 28 KiB gives every partition exactly the chunk it must hold
+  // (16 KiB for the reduce-scatter, 4 KiB for the all-reduce, 16 KiB for the all-gather) ...
+  // except the all-gather, which grows its chunk to 16 KiB in a partition sized for 4: refused.
+  CHECK_THROWS_WITH(go(28 << 10, 3), Contains("phase 2") && Contains("less than one chunk's 16384 bytes"));
+  // 112 KiB: the reduce-scatter 64 KiB (4 chunks), the all-reduce 16 KiB (4), the all-gather
+  // and the terminal partition 16 KiB (1 chunk) each
+  const auto tight = go(112 << 10, 3);
+  CHECK(tight.cycles > roomy.cycles);
+  for (std::uint32_t c = 0; c < 16; ++c) CHECK(tight.memory_write_bytes[c] == 256u << 10);
+  CHECK(tight.admission_wait_cycles > roomy.admission_wait_cycles);
+  CHECK_THROWS_WITH(go(4 << 20, 2), Contains("system.ace.fsms: 2 FSMs for a collective of 3 phases"));
+}
+
+TEST_CASE("collective engines: a config without their parts, or an unknown engine, is a named error", "[collective][engines][bad-input]") {
+  Json cfg = engines_system(ring("ring", 3));
+  CHECK_THROWS_WITH(run(cfg, "magic", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 6 << 10, 0),
+                    Contains("--engine magic: unknown engine (expected ideal, cores or ace)"));
+  cfg["system"].erase("ace");
+  CHECK_THROWS_WITH(run(cfg, "ace", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 6 << 10, 0),
+                    Contains("has no system.ace"));
+  cfg["system"].erase("endpoint");
+  CHECK_THROWS_WITH(run(cfg, "cores", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 6 << 10, 0),
+                    Contains("has no system.endpoint"));
+  cfg["system"]["endpoint"] = {{"memory_bytes_per_cycle", 32}, {"cores", 0}};
+  CHECK_THROWS_WITH(test::config(cfg), Contains("system.endpoint.cores") && Contains("expected 1..4096"));
+  cfg["system"]["endpoint"] = {{"memory_bytes_per_cycle", 32}, {"threads", 2}};
+  CHECK_THROWS_WITH(test::config(cfg), Contains("threads"));
+}
