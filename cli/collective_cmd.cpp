@@ -73,12 +73,12 @@ int collective_cmd(const CollectiveArgs& a) {
   spec.chunks_in_flight = a.chunks_in_flight;
   const sim::CollectiveResult r = sim::run_collective(cfg, spec);
   const double us = double(r.cycles) / (cfg.clock_ghz * 1e3);
-  fmt::print("{} of {} bytes on {} ({} chips), {} algorithm, {} engine, chunks of {} bytes, {} in flight\n", a.op,
-             a.bytes, cfg.name, cfg.system.chips, a.algorithm, a.engine,
+  fmt::print("{} of {} bytes on {} ({} chips), {} algorithm, {} engine, chunks of {} bytes, {}\n", a.op, a.bytes,
+             cfg.name, cfg.system.chips, a.algorithm, a.engine,
              spec.chunk_bytes ? std::min<std::uint64_t>(spec.chunk_bytes, a.bytes) : a.bytes,
-             a.engine == "ace"                ? std::string("as ACE's FSMs and SRAM admit")
-             : a.chunks_in_flight ? fmt::format("{}", a.chunks_in_flight)
-                                  : std::string("all"));
+             a.engine == "ace"    ? std::string("as many in flight as ACE's FSMs and SRAM admit")
+             : a.chunks_in_flight ? fmt::format("{} in flight", a.chunks_in_flight)
+                                  : std::string("all in flight"));
   fmt::print("time {} cycles = {:.3f} us; {} messages\n", r.cycles, us, r.messages);
   fmt::print("algorithm bandwidth {:.2f} GB/s, bus bandwidth {:.2f} GB/s, injected per chip {:.2f} GB/s\n",
              r.algorithm_gb_per_s, r.bus_gb_per_s, r.injected_gb_per_s);

@@ -220,7 +220,7 @@ CollectiveAlgorithm parse_collective_algorithm(const std::string& name) {
 const char* collective_op_name(CollectiveOp op) { return kOps[static_cast<int>(op)]; }
 const char* collective_algorithm_name(CollectiveAlgorithm a) { return kAlgorithms[static_cast<int>(a)]; }
 
-CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
+void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles release, CollectivePlan& plan) {
   const std::uint32_t p = cfg.system.chips;
   if (p < 2) throw Error(fmt::format("collective: config {} has one chip; a collective needs two or more", cfg.name));
   if (spec.bytes == 0) throw Error("collective: bytes must be > 0");
@@ -235,18 +235,18 @@ CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
       spec.op != CollectiveOp::AllReduce)
     throw Error(fmt::format("collective: {} has the ring and hierarchical algorithms; direct is for "
                             "allreduce and alltoall", collective_op_name(spec.op)));
-  CollectivePlan plan;
-  plan.chunks = static_cast<std::uint32_t>(spec.bytes / chunk);
-  // A chip starts chunk c once it is done with chunk c - chunks_in_flight.
-  const std::uint32_t window = spec.chunks_in_flight == 0 ? plan.chunks : spec.chunks_in_flight;
+  const std::uint32_t chunks = static_cast<std::uint32_t>(spec.bytes / chunk);
+  const std::uint32_t first = plan.chunks, id = plan.collectives++;
+  // A chip starts chunk c once it is done with chunk c - chunks_in_flight (of this collective).
+  const std::uint32_t window = spec.chunks_in_flight == 0 ? chunks : spec.chunks_in_flight;
   std::vector<std::vector<std::vector<std::uint32_t>>> done;  // per chunk, per chip
-  plan.chunk_bytes = chunk;
-  for (std::uint32_t c = 0; c < plan.chunks; ++c) {
-    ChunkBuilder b(plan, c >= window ? std::move(done[c - window]) : std::vector<std::vector<std::uint32_t>>(p));
+  for (std::uint32_t i = 0; i < chunks; ++i) {
+    const std::uint32_t c = first + i;
+    ChunkBuilder b(plan, i >= window ? std::move(done[i - window]) : std::vector<std::vector<std::uint32_t>>(p));
     std::vector<CollectivePhase> phases;
     if (spec.op == CollectiveOp::AllToAll) {
       std::vector<std::uint32_t> all(p);
-      for (std::uint32_t i = 0; i < p; ++i) all[i] = i;
+      for (std::uint32_t j = 0; j < p; ++j) all[j] = j;
       b.at(c, 0);
       b.direct(all, share(chunk, p, spec, fmt::format("one per chip of {}", p)), false);
       const Dimension& d0 = cfg.system.dimensions[0];
@@ -261,9 +261,24 @@ CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
         phases.push_back(add_phase(cfg, spec, list[k], b));
       }
     }
-    if (c == 0) plan.phases = std::move(phases);
+    // the phases of the largest chunk stand for all (an engine scales footprints by chunk size)
+    if (i == 0 && (plan.phases.empty() || chunk > plan.chunk_bytes)) {
+      plan.phases = std::move(phases);
+      plan.chunk_bytes = chunk;
+    } else if (i == 0 && phases.size() != plan.phases.size()) {
+      plan.mixed_phases = true;
+    }
     done.push_back(b.take_last());
+    plan.chunk_sizes.push_back(chunk);
+    plan.chunk_release.push_back(release);
+    plan.chunk_collective.push_back(id);
   }
+  plan.chunks += chunks;
+}
+
+CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {
+  CollectivePlan plan;
+  append_collective(cfg, spec, 0, plan);
   return plan;
 }
 
@@ -274,19 +289,48 @@ double traffic_factor(CollectiveOp op, std::uint32_t p) {
   return op == CollectiveOp::AllReduce ? 2 * f : f;
 }
 
+void require_afi(const Config& cfg) {
+  if (!cfg.system.afi)
+    throw Error(fmt::format("collective: config {} has no system.afi: collective engines send through the AFI "
+                            "(docs/config.md)", cfg.name));
+}
+// Link use of the chip links and switch ports over `cycles`.
+void link_use(PacketNetwork& net, Cycles cycles, CollectiveResult& r) {
+  r.packet_hops = net.hops();
+  std::vector<ChannelStats*> stats;
+  net.stats(stats);
+  for (const ChannelStats* s : stats)
+    if (s->name.rfind("link.", 0) == 0 || s->name.rfind("switch", 0) == 0)
+      r.link_utilization.emplace_back(s->name, cycles ? double(s->busy_cycles) / double(cycles) : 0.0);
+}
 }  // namespace
+
+CollectiveBatchResult run_collectives(const Config& cfg, const std::string& engine,
+                                      const std::vector<std::pair<CollectiveSpec, Cycles>>& issued) {
+  CollectivePlan plan;
+  for (const auto& [spec, at] : issued) {
+    CollectiveSpec planned = spec;
+    if (engine == "ace") planned.chunks_in_flight = 0;  // ACE admits chunks by its FSMs and SRAM
+    append_collective(cfg, planned, at, plan);
+  }
+  require_afi(cfg);
+  PacketNetwork net(cfg);
+  CollectiveBatchResult out;
+  out.done = run_engine(cfg, engine, plan, net, out.totals);
+  out.totals.messages = plan.messages.size();
+  link_use(net, out.totals.cycles, out.totals);
+  return out;
+}
 
 CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec) {
   // ACE admits chunks by its FSMs and SRAM, not by a window
   CollectiveSpec planned = spec;
   if (spec.engine == "ace") planned.chunks_in_flight = 0;
   const CollectivePlan plan = plan_collective(cfg, planned);
-  if (!cfg.system.afi)
-    throw Error(fmt::format("collective: config {} has no system.afi: collective engines send through the AFI "
-                            "(docs/config.md)", cfg.name));
+  require_afi(cfg);
   PacketNetwork net(cfg);
   CollectiveResult r;
-  r.cycles = run_engine(cfg, spec, plan, net, r);
+  run_engine(cfg, spec.engine, plan, net, r);
   r.messages = plan.messages.size();
   r.sent_bytes.assign(cfg.system.chips, 0);
   for (const auto& m : plan.messages) r.sent_bytes[m.src] += m.bytes;
@@ -294,12 +338,7 @@ CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec) {
   r.algorithm_gb_per_s = double(spec.bytes) / seconds / 1e9;
   r.bus_gb_per_s = r.algorithm_gb_per_s * traffic_factor(spec.op, cfg.system.chips);
   r.injected_gb_per_s = double(*std::max_element(r.sent_bytes.begin(), r.sent_bytes.end())) / seconds / 1e9;
-  r.packet_hops = net.hops();
-  std::vector<ChannelStats*> stats;
-  net.stats(stats);
-  for (const ChannelStats* s : stats)
-    if (s->name.rfind("link.", 0) == 0 || s->name.rfind("switch", 0) == 0)
-      r.link_utilization.emplace_back(s->name, r.cycles ? double(s->busy_cycles) / double(r.cycles) : 0.0);
+  link_use(net, r.cycles, r);
   return r;
 }
 

@@ -62,17 +62,26 @@ struct CollectivePhase {
   double zero_load_cycles = 0;
 };
 
+// The messages of one or more collectives. Chunks are numbered across them, in the order the
+// collectives were added; each chunk goes through the same phases (footprints scale with the
+// chunk's size).
 struct CollectivePlan {
   std::vector<CollectiveMessage> messages;  // among messages ready at once, this order
   std::vector<std::uint32_t> waits;         // message indices
-  std::vector<CollectivePhase> phases;      // the same for every chunk
-  std::uint32_t chunks = 0;
-  Bytes chunk_bytes = 0;
+  std::vector<CollectivePhase> phases;      // for a chunk of chunk_bytes
+  std::uint32_t chunks = 0, collectives = 0;
+  Bytes chunk_bytes = 0;                    // the largest chunk
+  bool mixed_phases = false;                // collectives with different numbers of phases
+  std::vector<Bytes> chunk_sizes;           // per chunk
+  std::vector<Cycles> chunk_release;        // per chunk: the cycle its collective is issued
+  std::vector<std::uint32_t> chunk_collective;
 };
 
 // The messages of `spec` on the config's chips. Throws Error naming the field when the bytes do
 // not divide into chunks, or a chunk into the messages the algorithm needs.
 CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec);
+// Adds `spec`'s messages to `plan` as a collective issued at cycle `release`.
+void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles release, CollectivePlan& plan);
 
 struct CollectiveResult {
   Cycles cycles = 0;                     // last message in, from 0
@@ -96,6 +105,16 @@ struct CollectiveResult {
 
 // Runs the plan on the config's interconnect with the named engine (the system needs an AFI).
 CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec);
+
+// Several collectives on one network, each issued at its cycle (an iteration's gradient
+// all-reduces): the cycle each is done on every chip, and the engine's totals. `engine` as in
+// CollectiveSpec; every spec's own engine field is ignored.
+struct CollectiveBatchResult {
+  std::vector<Cycles> done;  // per collective, in the order given
+  CollectiveResult totals;   // cycles: the last done; bandwidths left zero
+};
+CollectiveBatchResult run_collectives(const Config& cfg, const std::string& engine,
+                                      const std::vector<std::pair<CollectiveSpec, Cycles>>& issued);
 Json collective_json(const Config& cfg, const CollectiveSpec& spec, const CollectiveResult& r);
 
 }  // namespace tessera::sim

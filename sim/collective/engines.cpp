@@ -63,16 +63,26 @@ class Engine : public TransportListener {
   ~Engine() override { net_.set_listener(nullptr); }
 
   Cycles run() {
+    done_.assign(plan_.collectives, 0);
     start();
-    for (std::uint32_t m = 0; m < plan_.messages.size(); ++m)
-      if (waiting_[m] == 0) on_ready(m, 0);
+    for (std::uint32_t m = 0; m < plan_.messages.size(); ++m) {
+      if (waiting_[m] != 0) continue;
+      const Cycles release = plan_.chunk_release[msg(m).chunk];
+      if (release == 0)
+        on_ready(m, 0);
+      else
+        schedule(release, kRelease, m);  // its collective is issued then
+    }
     for (;;) {
       const Cycles t = std::min(net_.next_event(), events_.empty() ? kNever : events_.top().at);
       if (t == kNever) break;
       while (!events_.empty() && events_.top().at == t) {
         const Event e = events_.top();
         events_.pop();
-        handle(e);
+        if (e.kind == kRelease)
+          on_ready(e.a, e.at);
+        else
+          handle(e);
       }
       net_.advance(t);  // what it reports comes back as events after t
     }
@@ -86,6 +96,8 @@ class Engine : public TransportListener {
     return last_;
   }
   virtual void report(CollectiveResult&) const {}
+  // Per collective of the plan: the cycle it was done on every chip.
+  const std::vector<Cycles>& done() const { return done_; }
 
   void sent(std::uint64_t m, Cycles when) override { schedule(when, kSent, static_cast<std::uint32_t>(m)); }
   void delivered(std::uint64_t m, Cycles when) override {
@@ -95,7 +107,7 @@ class Engine : public TransportListener {
 
  protected:
   // Event kinds; engines number theirs from kOwn.
-  static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kOwn = 4;
+  static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kRelease = 4, kOwn = 5;
   struct Event {
     Cycles at;
     std::uint64_t seq;
@@ -112,6 +124,12 @@ class Engine : public TransportListener {
     const NetTopology& topo = net_.topology();
     ++injected_;
     net_.inject(m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, t);
+  }
+  // Something of `chunk` finished at cycle t: its collective is done no earlier.
+  void done_at(std::uint32_t chunk, Cycles t) {
+    last_ = std::max(last_, t);
+    Cycles& d = done_[plan_.chunk_collective[chunk]];
+    d = std::max(d, t);
   }
   // m's data is usable at its destination at cycle t.
   void complete(std::uint32_t m, Cycles t) {
@@ -146,6 +164,7 @@ class Engine : public TransportListener {
  private:
   std::vector<std::uint32_t> waiting_, children_first_, children_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::vector<Cycles> done_;
   std::uint64_t seq_ = 0, injected_ = 0, delivered_ = 0;
 };
 
@@ -159,7 +178,7 @@ class IdealEngine : public Engine {
   void on_ready(std::uint32_t m, Cycles t) override { inject(m, t); }
   void handle(const Event& e) override {
     if (e.kind == kDelivered) {
-      last_ = std::max(last_, e.at);
+      done_at(msg(e.a).chunk, e.at);
       schedule(e.at + 1, kComplete, e.a);
     } else if (e.kind == kComplete) {
       complete(e.a, e.at);
@@ -218,9 +237,9 @@ class CoresEngine : public Engine {
         break;
       }
       case kSumWrite: schedule(write_[x.dst].serve(e.at, x.bytes), kComplete, e.a); break;
-      case kKeepWrite: last_ = std::max(last_, write_[x.dst].serve(e.at, x.bytes)); break;
+      case kKeepWrite: done_at(x.chunk, write_[x.dst].serve(e.at, x.bytes)); break;
       case kComplete:
-        last_ = std::max(last_, e.at);
+        done_at(x.chunk, e.at);
         complete(e.a, e.at);
         break;
       default: break;
@@ -235,6 +254,9 @@ class AceEngine : public Engine {
  public:
   AceEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net)
       : Engine(plan, net), chips_(cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())) {
+    if (plan.mixed_phases)
+      throw Error("--engine ace: the collectives of one run must have the same phases (the FSMs and SRAM "
+                  "partitions are set up per phase)");
     const AceConfig& ace = *cfg.system.ace;
     const EndpointConfig& e = *cfg.system.endpoint;
     size_partitions(ace);
@@ -271,7 +293,7 @@ class AceEngine : public Engine {
   }
 
  private:
-  static constexpr std::uint8_t kActivate = kOwn, kChunkDone = kOwn + 1;
+  static constexpr std::uint8_t kActivate = kOwn, kChunkDone = kOwn + 1, kIssued = kOwn + 2;
   static constexpr std::uint8_t kIdle = 0xff;
 
   // Partition k in proportion to the phase's bandwidth times its initial chunk; the terminal
@@ -356,9 +378,19 @@ class AceEngine : public Engine {
   }
   std::size_t at(std::uint32_t chip, std::uint32_t chunk) const { return std::size_t{chip} * plan_.chunks + chunk; }
   std::int64_t& free(std::uint32_t chip, std::uint32_t k) { return free_[chip * (phases_ + 1) + k]; }
+  // Chunk c's room in partition k (the terminal one: k = phases_): the largest chunk's, scaled.
+  std::int64_t fp(std::uint32_t k, std::uint32_t c) const {
+    const std::int64_t size = static_cast<std::int64_t>(plan_.chunk_sizes[c]);
+    const std::int64_t largest = static_cast<std::int64_t>(plan_.chunk_bytes);
+    return size == largest ? footprint_[k] : (footprint_[k] * size + largest - 1) / largest;
+  }
 
   void start() override {
     for (std::uint32_t chip = 0; chip < chips_; ++chip) admit(chip, 0, 0);
+    // collectives issued later: look again when each is issued
+    for (std::uint32_t c = 0; c < plan_.chunks; ++c)
+      if (plan_.chunk_release[c] > 0 && (c == 0 || plan_.chunk_release[c] != plan_.chunk_release[c - 1]))
+        schedule(plan_.chunk_release[c], kIssued, c);
   }
   void on_ready(std::uint32_t m, Cycles t) override {
     if (active_[at(msg(m).src, msg(m).chunk)] == msg(m).phase) inject(m, t);
@@ -376,6 +408,9 @@ class AceEngine : public Engine {
       case kComplete: received(e.a, e.at); break;
       case kActivate: activate(e.a, e.b, 0, e.at); break;
       case kChunkDone: chunk_done(e.a, e.b, e.at); break;
+      case kIssued:
+        for (std::uint32_t chip = 0; chip < chips_; ++chip) admit(chip, 0, e.at);
+        break;
       default: break;
     }
   }
@@ -405,16 +440,16 @@ class AceEngine : public Engine {
       const std::uint32_t c = next_[chip * phases_ + k];
       if (c >= plan_.chunks || finished_phases_[at(chip, c)] != k) return;
       std::uint32_t& fsm = fsm_chunk_[std::size_t{chip} * fsms_ + fsm_first_[k] + c % fsm_count_[k]];
-      if (fsm != kNone || free(chip, k) < footprint_[k]) return;
+      if (plan_.chunk_release[c] > t || fsm != kNone || free(chip, k) < fp(k, c)) return;
       fsm = c;
       ++next_[chip * phases_ + k];
-      free(chip, k) -= footprint_[k];
+      free(chip, k) -= fp(k, c);
       admission_wait_ += t - eligible_at_[at(chip, c)];
       if (k == 0) {  // the TX DMA brings the chunk from memory
-        schedule(read_[chip].serve(t, plan_.chunk_bytes), kActivate, chip, c);
+        schedule(read_[chip].serve(t, plan_.chunk_sizes[c]), kActivate, chip, c);
         continue;
       }
-      free(chip, k - 1) += footprint_[k - 1];
+      free(chip, k - 1) += fp(k - 1, c);
       activate(chip, c, k, t);
       admit(chip, k - 1, t);
     }
@@ -433,23 +468,23 @@ class AceEngine : public Engine {
   // finished, as room allows, and the RX DMA writes them back.
   void to_terminal(std::uint32_t chip, Cycles t) {
     auto& q = terminal_queue_[chip];
-    while (!q.empty() && free(chip, phases_) >= footprint_[phases_]) {
+    while (!q.empty() && free(chip, phases_) >= fp(phases_, q.front())) {
       const std::uint32_t c = q.front();
       q.pop_front();
-      free(chip, phases_) -= footprint_[phases_];
-      free(chip, phases_ - 1) += footprint_[phases_ - 1];
+      free(chip, phases_) -= fp(phases_, c);
+      free(chip, phases_ - 1) += fp(phases_ - 1, c);
       admission_wait_ += t - eligible_at_[at(chip, c)];
-      schedule(write_[chip].serve(t, plan_.chunk_bytes), kChunkDone, chip, c);
+      schedule(write_[chip].serve(t, plan_.chunk_sizes[c]), kChunkDone, chip, c);
       admit(chip, phases_ - 1, t);
     }
   }
   void chunk_done(std::uint32_t chip, std::uint32_t c, Cycles t) {
-    free(chip, phases_) += footprint_[phases_];
+    free(chip, phases_) += fp(phases_, c);
     done_[at(chip, c)] = true;
     ++chunks_done_;
     if (c != lowest_open_[chip]) ++out_of_order_;
     while (lowest_open_[chip] < plan_.chunks && done_[at(chip, lowest_open_[chip])]) ++lowest_open_[chip];
-    last_ = std::max(last_, t);
+    done_at(c, t);
     to_terminal(chip, t);
   }
   void check_finished() const override {
@@ -480,11 +515,11 @@ class AceEngine : public Engine {
   Cycles admission_wait_ = 0;
 };
 
-void require_parts(const Config& cfg, const CollectiveSpec& spec) {
+void require_parts(const Config& cfg, const std::string& engine) {
   if (!cfg.system.endpoint)
     throw Error(fmt::format("--engine {}: config {} has no system.endpoint (the memory bandwidth and cores a "
-                            "collective may use; docs/config.md)", spec.engine, cfg.name));
-  if (spec.engine == "ace" && !cfg.system.ace)
+                            "collective may use; docs/config.md)", engine, cfg.name));
+  if (engine == "ace" && !cfg.system.ace)
     throw Error(fmt::format("--engine ace: config {} has no system.ace (the engine's SRAM, FSMs and ALUs; "
                             "docs/config.md)", cfg.name));
 }
@@ -496,6 +531,11 @@ CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTop
   out.phases = plan.phases;
   out.chunks = plan.chunks;
   out.chunk_bytes = plan.chunk_bytes;
+  out.collectives = plan.collectives;
+  out.mixed_phases = plan.mixed_phases;
+  out.chunk_sizes = plan.chunk_sizes;
+  out.chunk_release = plan.chunk_release;
+  out.chunk_collective = plan.chunk_collective;
   std::vector<std::uint32_t> last_hop(plan.messages.size());
   for (std::uint32_t i = 0; i < plan.messages.size(); ++i) {
     const CollectiveMessage& m = plan.messages[i];
@@ -518,29 +558,29 @@ CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTop
   return out;
 }
 
-Cycles run_engine(const Config& cfg, const CollectiveSpec& spec, const CollectivePlan& plan, PacketNetwork& net,
-                  CollectiveResult& r) {
-  if (spec.engine == "ideal") {
+std::vector<Cycles> run_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
+                               PacketNetwork& net, CollectiveResult& r) {
+  const auto finish = [&](Engine& e) {
+    r.cycles = e.run();
+    e.report(r);
+    return e.done();
+  };
+  if (engine == "ideal") {
     IdealEngine e(plan, net);
-    const Cycles t = e.run();
     r.memory_read_bytes.assign(cfg.system.chips, 0);
     r.memory_write_bytes.assign(cfg.system.chips, 0);
-    return t;
+    return finish(e);
   }
-  if (spec.engine != "cores" && spec.engine != "ace")
-    throw Error(fmt::format("--engine {}: unknown engine (expected ideal, cores or ace)", spec.engine));
-  require_parts(cfg, spec);
-  if (spec.engine == "cores") {
+  if (engine != "cores" && engine != "ace")
+    throw Error(fmt::format("--engine {}: unknown engine (expected ideal, cores or ace)", engine));
+  require_parts(cfg, engine);
+  if (engine == "cores") {
     const CollectivePlan relayed = relay_through_neighbours(plan, net.topology());
     CoresEngine e(cfg, relayed, net);
-    const Cycles t = e.run();
-    e.report(r);
-    return t;
+    return finish(e);
   }
   AceEngine e(cfg, plan, net);
-  const Cycles t = e.run();
-  e.report(r);
-  return t;
+  return finish(e);
 }
 
 }  // namespace tessera::sim

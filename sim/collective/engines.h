@@ -27,11 +27,12 @@
 
 namespace tessera::sim {
 
-// Runs `plan` with the engine spec.engine names on `net` (a fresh network of cfg); returns the
-// cycle the collective is done and fills r's memory and engine statistics. Throws Error for an
-// engine the config lacks parts for, SimulationError when messages or chunks never finish.
-Cycles run_engine(const Config& cfg, const CollectiveSpec& spec, const CollectivePlan& plan, PacketNetwork& net,
-                  CollectiveResult& r);
+// Runs `plan` with the named engine on `net` (a fresh network of cfg); returns the cycle each of
+// the plan's collectives is done on every chip, and fills r's cycles (the last of them) and its
+// memory and engine statistics. Throws Error for an engine the config lacks parts for,
+// SimulationError when messages or chunks never finish.
+std::vector<Cycles> run_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
+                               PacketNetwork& net, CollectiveResult& r);
 
 // The plan as the cores engine runs it: every message between chips that are not neighbours
 // becomes a chain of messages between neighbours along its route (same chunk and phase; only
