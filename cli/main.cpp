@@ -14,6 +14,7 @@
 #include "cli/cost_cmd.h"
 #include "cli/traffic_cmd.h"
 #include "cli/collective_cmd.h"
+#include "cli/train_cmd.h"
 #include "cli/sweep_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
@@ -183,6 +184,11 @@ int main(int argc, char** argv) {
                                                       "all-to-all) between the chips of a system: time and bandwidth");
   tessera::cli::add_collective_options(collective, colla);
 
+  tessera::cli::TrainArgs traina;
+  auto* train = app.add_subcommand("train", "data-parallel training of a layer table on a system of NPUs in the ACE "
+                                            "paper's five configurations: iteration time, exposed communication");
+  tessera::cli::add_train_options(train, traina);
+
   tessera::cli::SweepArgs sweepa;
   auto* sweep = app.add_subcommand("sweep", "run every point of a sweep spec (config fields, workloads, planners, "
                                             "options) as its own process, locally or on Slurm; results.jsonl and "
@@ -251,6 +257,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return tessera::cli::validate_cmd(vala);
     if (traffic->parsed()) return tessera::cli::traffic_cmd(traffica);
     if (collective->parsed()) return tessera::cli::collective_cmd(colla);
+    if (train->parsed()) return tessera::cli::train_cmd(traina);
     if (sweep->parsed()) return tessera::cli::sweep_cmd(sweepa);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);

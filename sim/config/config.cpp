@@ -263,6 +263,17 @@ SystemConfig parse_system(const JsonReader& r) {
     a.reject_unknown_keys();
     s.ace = ace;
   }
+  if (r.has("npu")) {
+    JsonReader n = r.object("npu");
+    NpuConfig npu;
+    const std::uint64_t sms = n.u64("sms", npu.sms);
+    require(sms >= 1 && sms <= 4096, n, "sms", "expected 1..4096");
+    npu.sms = static_cast<std::uint32_t>(sms);
+    npu.fp16_flops_per_cycle = n.positive("fp16_flops_per_cycle");
+    npu.memory_bytes_per_cycle = n.positive("memory_bytes_per_cycle");
+    n.reject_unknown_keys();
+    s.npu = npu;
+  }
   if (r.has("model") && r.string("model") != "packet")
     r.fail("model", fmt::format("unknown model \"{}\" for the links between chips (expected "
                                 "\"packet\"; the flit level is built for a single mesh chip)",

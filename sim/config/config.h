@@ -127,6 +127,14 @@ struct AceConfig {
   double alu_bytes_per_cycle = 64;
 };
 
+// A GPU-like NPU for training runs (`tessera train`): a layer takes the longer of its FLOPs at
+// its share of the SMs and its bytes at its share of the memory bandwidth (a roofline).
+struct NpuConfig {
+  std::uint32_t sms = 80;
+  double fp16_flops_per_cycle = 0;  // all SMs
+  double memory_bytes_per_cycle = 0;
+};
+
 // How several chips are joined. Cores of all chips form one global index space.
 struct SystemConfig {
   std::uint32_t chips = 1;
@@ -137,6 +145,7 @@ struct SystemConfig {
   std::optional<AfiConfig> afi;
   std::optional<EndpointConfig> endpoint;
   std::optional<AceConfig> ace;
+  std::optional<NpuConfig> npu;
 
   // Chips between two neighbours along dimension d.
   std::uint32_t stride(std::size_t d) const {

@@ -167,3 +167,26 @@ TEST_CASE("collective engines: a config without their parts, or an unknown engin
   cfg["system"]["endpoint"] = {{"memory_bytes_per_cycle", 32}, {"threads", 2}};
   CHECK_THROWS_WITH(test::config(cfg), Contains("threads"));
 }
+
+TEST_CASE("collectives issued at different cycles share one network", "[collective][engines]") {
+  // The same all-reduce alone, issued 5000 cycles later on an idle network, and twice at once
+  const Json cfg = engines_system(ring("ring", 4));
+  const sim::Config c = test::config(cfg);
+  sim::CollectiveSpec s;
+  s.op = sim::CollectiveOp::AllReduce;
+  s.algorithm = sim::CollectiveAlgorithm::Ring;
+  s.bytes = 64 << 10;
+  s.chunk_bytes = 16 << 10;
+  for (const char* engine : {"ideal", "cores", "ace"}) {
+    INFO(engine);
+    const auto alone = sim::run_collectives(c, engine, {{s, 0}});
+    const auto later = sim::run_collectives(c, engine, {{s, 5000}});
+    CHECK(later.done[0] == alone.done[0] + 5000);  // nothing else in the network: the same time, shifted
+    const auto both = sim::run_collectives(c, engine, {{s, 0}, {s, 0}});
+    CHECK(std::max(both.done[0], both.done[1]) > alone.done[0]);  // they share the links
+    CHECK(std::max(both.done[0], both.done[1]) <= 2 * alone.done[0] + 1000);
+    const auto apart = sim::run_collectives(c, engine, {{s, 0}, {s, alone.done[0] + 1}});
+    CHECK(apart.done[0] == alone.done[0]);  // the second waits for nothing and delays nothing
+    CHECK(apart.done[1] == 2 * alone.done[0] + 1);
+  }
+}

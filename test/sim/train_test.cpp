@@ -1,0 +1,107 @@
+// Data-parallel training (sim/train): compute by the roofline, all-reduces issued when weight
+// gradients are done, forward passes waiting for them; by hand on a two-chip ring.
+#include <catch2/catch.hpp>
+
+#include "sim/train/train.h"
+#include "test/support.h"
+
+using namespace tessera;
+using Catch::Matchers::Contains;
+
+namespace {
+// Two NPUs on a ring; the NPU does 1000 FLOPs and 100 bytes per cycle with its 10 SMs.
+Json two_npus() {
+  Json c = test::exchange_config(2);
+  c["system"] = {{"dimensions", Json::array({{{"kind", "ring"}, {"size", 2}, {"link_bytes_per_cycle", 16},
+                                               {"link_latency_cycles", 100}}})},
+                 {"packet_bytes", 256},
+                 {"buffer_bytes", 4096},
+                 {"afi", {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}}},
+                 {"endpoint", {{"memory_bytes_per_cycle", 32}, {"cores", 1}, {"core_bytes_per_cycle", 16}}},
+                 {"ace", {{"sram_bytes", 1 << 20}, {"fsms", 4}}},
+                 {"npu", {{"sms", 10}, {"fp16_flops_per_cycle", 1000}, {"memory_bytes_per_cycle", 100}}}};
+  return c;
+}
+// Layer 1: forward 100 cycles, weight gradient 200, input gradient 300 (by FLOPs), 1000
+// parameters (2000 bytes). Layer 2: forward 50, weight gradient 100 (by bytes: 10,000 at 100
+// B/cycle), no input gradient, 4096 parameters.
+Json table() {
+  const auto work = [](double flops, double bytes) { return Json{{"flops", flops}, {"bytes", bytes}}; };
+  return {{"name", "two-layers"},
+          {"batch_per_npu", 1},
+          {"layers", Json::array({{{"name", "l1"}, {"parameters", 1000}, {"forward", work(1e5, 0)},
+                                   {"input_grad", work(3e5, 0)}, {"weight_grad", work(2e5, 100)}},
+                                  {{"name", "l2"}, {"parameters", 4096}, {"forward", work(5e4, 10)},
+                                   {"input_grad", work(0, 0)}, {"weight_grad", work(0, 10000)}}})}};
+}
+sim::TrainResult train(const Json& cfg, sim::TrainMode mode, double comm_gb = -1, std::uint32_t sms = 0) {
+  const sim::Config c = test::config(cfg);
+  sim::TrainSpec s;
+  s.mode = mode;
+  s.shares = sim::default_shares(mode, *c.system.npu, c.clock_ghz);
+  if (comm_gb >= 0) s.shares.comm_memory_gb_per_s = comm_gb;
+  if (sms) s.shares.comm_sms = sms;
+  return sim::run_training(c, sim::parse_layer_table(table(), "table"), s);
+}
+}  // namespace
+
+TEST_CASE("training: compute by the roofline, all-reduces issued as weight gradients finish, forwards wait", "[train]") {
+  const auto r = train(two_npus(), sim::TrainMode::Ideal);
+  // iteration 1: forward 100 + 50; backward: l2's weight gradient (100: all-reduce out at 250),
+  // l1's weight gradient (200: out at 450), l1's input gradient (300): ends at 750
+  CHECK(r.compute_cycles == 750u);
+  CHECK(r.layers[1].allreduce_issued == 250u);
+  CHECK(r.layers[0].allreduce_issued == 450u);
+  CHECK(r.layers[0].gradient_bytes == 2000u);  // a ring of 2 splits into 4 messages: 2000 divides
+  CHECK(r.layers[1].gradient_bytes == 8192u);
+  CHECK(r.gradient_bytes == 10192u);
+  // iteration 2 starts at 750; l1's forward waits for its all-reduce if it is not done yet
+  const Cycles d1 = r.layers[0].allreduce_done, d2 = r.layers[1].allreduce_done;
+  CHECK(d1 > 450u);
+  CHECK(d2 > 250u);
+  const Cycles f1 = std::max<Cycles>(750, d1), f2 = std::max(f1 + 100, d2);
+  CHECK(r.layers[0].forward_start == f1);
+  CHECK(r.iteration_cycles == f2 + 50 + 600 - 750);
+  CHECK(r.exposed_cycles == r.iteration_cycles - 750);
+}
+
+TEST_CASE("training: the configurations' shares of the NPU", "[train]") {
+  // CommOpt-like: 6 of 10 SMs and 50 of 100 B/cycle to communication. Compute keeps 400 FLOPs
+  // and 50 bytes per cycle: l1 250 + 500 + 750, l2 125 + 200 (its 10,000 bytes) = 1825.
+  const auto commopt = train(two_npus(), sim::TrainMode::CommOpt, 50, 6);
+  CHECK(commopt.compute_cycles == 1825u);
+  // NoOverlap: compute keeps everything (750); the all-reduces all go out when the backward
+  // pass ends and the forward pass waits for the last of them
+  const auto noov = train(two_npus(), sim::TrainMode::NoOverlap);
+  CHECK(noov.compute_cycles == 750u);
+  CHECK(noov.layers[0].allreduce_issued == 750u);
+  CHECK(noov.layers[1].allreduce_issued == 750u);
+  const Cycles last = std::max(noov.layers[0].allreduce_done, noov.layers[1].allreduce_done);
+  CHECK(noov.layers[0].forward_start == last);
+  CHECK(noov.iteration_cycles == last - 750 + 750);
+  // ACE: all SMs, 100 - 50 B/cycle for compute: l2's weight gradient takes 200, the rest by FLOPs
+  const auto ace = train(two_npus(), sim::TrainMode::Ace, 50);
+  CHECK(ace.compute_cycles == 850u);
+  CHECK(ace.comm.memory_read_bytes[0] == 10192u);  // ACE's DMA reads each gradient once
+  // communication that takes all the memory bandwidth leaves compute none: an error
+  CHECK_THROWS_WITH(train(two_npus(), sim::TrainMode::CommOpt), Contains("compute needs some of both"));
+}
+
+TEST_CASE("layer tables: bad fields are named", "[train][bad-input]") {
+  Json t = table();
+  t["layers"][1]["forward"]["flops"] = -1;
+  CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("t.json") && Contains("layers[1].forward.flops") &&
+                                                             Contains("expected a number >= 0"));
+  t = table();
+  t["layers"][0]["params"] = 3;
+  CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("params"));
+  t = table();
+  t["layers"] = Json::array();
+  CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("expected a non-empty list of layers"));
+  CHECK_THROWS_WITH(sim::parse_train_mode("fast"), Contains("expected nooverlap, commopt, compopt, ace or ideal"));
+  Json cfg = two_npus();
+  cfg["system"].erase("npu");
+  const sim::Config c = test::config(cfg);
+  sim::TrainSpec s;
+  CHECK_THROWS_WITH(sim::run_training(c, sim::parse_layer_table(table(), "t"), s), Contains("has no system.npu"));
+}
