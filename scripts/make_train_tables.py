@@ -4,7 +4,7 @@
   scripts/make_train_tables.py [--out workloads/train]
 
 resnet-50.json  torchvision ResNet-50 (v1.5: stride in the 3x3 convolution), 224x224 images,
-                batch 32 per NPU (the ACE paper's). A layer is a convolution with its batch norm
+                batch 32 per NPU (the ACE paper's); resnet-50-b8.json the same at batch 8. A layer is a convolution with its batch norm
                 and ReLU (and the block's residual add on its last convolution), or the final
                 fully connected layer.
 gnmt.json       GNMT as the MLPerf training reference defines it: 4 encoder LSTM layers (the
@@ -118,7 +118,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "workloads", "train"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for table in (resnet50(), gnmt()):
+    small = resnet50(8)  # a quarter of the compute per iteration for the same gradients
+    small["name"] = "resnet-50-b8"
+    small["description"] = small["description"].replace("224x224", "224x224, batch 8 per NPU")
+    for table in (resnet50(), small, gnmt()):
         path = os.path.join(args.out, table["name"] + ".json")
         with open(path, "w") as f:
             json.dump(table, f, indent=1)

@@ -420,7 +420,9 @@ class AceEngine : public Engine {
   }
   // One of the chip's messages of (chunk, phase) is done; the last one ends the phase there.
   void close(std::uint32_t chip, std::uint32_t chunk, std::uint32_t phase, Cycles t) {
-    if (--open_[group(chip, chunk, phase)] != 0) return;
+    // a chip that only receives in a phase may hear everything before the chunk entered the
+    // phase there; it then finishes when it enters (activate)
+    if (--open_[group(chip, chunk, phase)] != 0 || active_[at(chip, chunk)] != phase) return;
     active_[at(chip, chunk)] = kIdle;
     const std::uint32_t fsm = fsm_first_[phase] + chunk % fsm_count_[phase];
     fsm_chunk_[std::size_t{chip} * fsms_ + fsm] = kNone;
@@ -444,7 +446,7 @@ class AceEngine : public Engine {
       fsm = c;
       ++next_[chip * phases_ + k];
       free(chip, k) -= fp(k, c);
-      admission_wait_ += t - eligible_at_[at(chip, c)];
+      admission_wait_ += t - std::max(eligible_at_[at(chip, c)], plan_.chunk_release[c]);
       if (k == 0) {  // the TX DMA brings the chunk from memory
         schedule(read_[chip].serve(t, plan_.chunk_sizes[c]), kActivate, chip, c);
         continue;
@@ -459,7 +461,7 @@ class AceEngine : public Engine {
     const std::size_t g = group(chip, c, k);
     for (std::uint32_t i = sends_first_[g]; i < sends_first_[g + 1]; ++i)
       if (!waiting(sends_[i])) inject(sends_[i], t);
-    if (open_[g] == 0) {  // the chip has no part in this phase of the chunk
+    if (open_[g] == 0) {  // nothing left of this phase here: none, or all heard before it entered
       ++open_[g];
       close(chip, c, k, t);
     }
