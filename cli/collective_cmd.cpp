@@ -37,6 +37,10 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
   cmd->add_option("--ace-sram-bytes", a.ace_sram_bytes, "ACE SRAM (system.ace.sram_bytes), e.g. 4MiB")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--ace-fsms", a.ace_fsms, "ACE FSMs (system.ace.fsms)")->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--packet-bytes", a.packet_bytes, "packet size on the chip links (system.packet_bytes); link and "
+                                                    "AFI port buffers smaller than two packets grow to two. A packet "
+                                                    "as large as a message simulates at message granularity")
+      ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--out", a.out, "results JSON");
 }
 
@@ -58,6 +62,19 @@ void override_parts(sim::Config& cfg, const CollectiveArgs& a) {
     cfg.system.ace->sram_bytes = a.ace_sram_bytes;
   }
   if (a.ace_fsms > 0) cfg.system.ace->fsms = a.ace_fsms;
+  if (a.packet_bytes > 0) {
+    if (a.packet_bytes > (std::uint64_t{1} << 31)) throw Error("--packet-bytes: expected 1 .. 2^31 bytes");
+    sim::SystemConfig& s = cfg.system;
+    s.packet_bytes = a.packet_bytes;
+    const auto grow = [&](Bytes& b, const char* what) {
+      if (b >= 2 * a.packet_bytes) return;
+      fmt::print("--packet-bytes {}: {} grows from {} to {} bytes (two packets)\n", a.packet_bytes, what, b,
+                 2 * a.packet_bytes);
+      b = 2 * a.packet_bytes;
+    };
+    grow(s.buffer_bytes, "system.buffer_bytes");
+    if (s.afi) grow(s.afi->port_buffer_bytes, "system.afi.port_buffer_bytes");
+  }
 }
 }  // namespace
 

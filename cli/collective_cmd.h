@@ -14,6 +14,7 @@ struct CollectiveArgs {
   double memory_gb_per_s = 0;
   std::uint32_t cores = 0, ace_fsms = 0;
   std::uint64_t ace_sram_bytes = 0;
+  std::uint64_t packet_bytes = 0;  // 0: the config's
 };
 
 void add_collective_options(CLI::App* cmd, CollectiveArgs& a);

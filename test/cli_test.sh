@@ -71,8 +71,17 @@ check "unknown class is an error" "[ $? -ne 0 ] && grep -q \"operator class 'gem
   --out "$tmp/coll.json" >"$tmp/out" 2>&1
 check "collective exits 0 and sends 2.25 N per chip" "[ $? -eq 0 ] && grep -q '(2.2500 .. 2.2500 x bytes)' $tmp/out"
 check "collective results JSON" "grep -q '\"injected_gb_per_s\"' $tmp/coll.json && grep -q 'link.chip0->chip1' $tmp/coll.json"
-"$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine ace >"$tmp/out" 2>"$tmp/err"
-check "collective: an engine not built is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'engine ace: not available' $tmp/err"
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --op allreduce --algorithm hierarchical --bytes 1MiB \
+  --engine ace --memory-gb-per-s 128 >"$tmp/out" 2>"$tmp/err"
+check "collective --engine ace reads and writes N per chip" "[ $? -eq 0 ] && grep -q 'read 1048576 .. 1048576 (1.0000 .. 1.0000 x bytes), written 1048576' $tmp/out"
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine magic >"$tmp/out" 2>"$tmp/err"
+check "collective: an unknown engine is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'engine magic: unknown engine' $tmp/err"
+"$tessera" train --config "$src/configs/ace-torus-16.json" --layers "$src/workloads/train/resnet-50-b8.json" --mode ideal \
+  --out "$tmp/train.json" >"$tmp/out" 2>"$tmp/err"
+check "train runs a layer table and writes its results" "[ $? -eq 0 ] && grep -q 'ideal: iteration' $tmp/out && grep -q '\"exposed_comm_cycles\"' $tmp/train.json"
+echo '{"name": "x", "batch_per_npu": 1, "layers": [{"name": "a", "parameters": 1, "forward": {"flops": "many", "bytes": 0}}]}' >"$tmp/bad-table.json"
+"$tessera" train --config "$src/configs/ace-torus-16.json" --layers "$tmp/bad-table.json" >"$tmp/out" 2>"$tmp/err"
+check "train: a bad layer table names the file and field, exit 1" "[ $? -eq 1 ] && grep -q 'bad-table.json' $tmp/err && grep -q 'layers\[0\].forward.flops' $tmp/err"
 "$tessera" collective --config "$src/configs/ipu-mk2.json" --bytes 1MiB >"$tmp/out" 2>"$tmp/err"
 check "collective on one chip is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'has one chip' $tmp/err"
 
