@@ -18,7 +18,8 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
       ->required();
   cmd->add_option("--algorithm", a.algorithm, "ring (one ring over all chips: the system's one dimension, both "
                                               "ways if a bidirectional ring; else chips in index order), direct, "
-                                              "or hierarchical (one phase per dimension: the torus all-reduce)")
+                                              "hierarchical (one phase per dimension: the torus all-reduce) or "
+                                              "halving-doubling (a power-of-two number of chips)")
       ->capture_default_str();
   cmd->add_option("--chunk-bytes", a.chunk_bytes, "pipelining unit (0: one chunk); see --chunks-in-flight")
       ->transform(CLI::AsSizeValue(false))

@@ -13,7 +13,7 @@ namespace tessera::sim {
 namespace {
 
 constexpr const char* kOps[] = {"allreduce", "reducescatter", "allgather", "alltoall"};
-constexpr const char* kAlgorithms[] = {"ring", "direct", "hierarchical"};
+constexpr const char* kAlgorithms[] = {"ring", "direct", "hierarchical", "halving-doubling"};
 
 // Builds one chunk's messages. `last[c]` holds what chip c waits for before its next send in
 // this chunk: the messages that brought its data so far.
@@ -57,6 +57,27 @@ class ChunkBuilder {
     ring_steps(std::vector<std::uint32_t>(ring.rbegin(), ring.rend()), half_message_bytes, steps, reduce_steps);
     for (std::size_t i = 0; i < ring.size(); ++i)
       last_[ring[i]].insert(last_[ring[i]].end(), forward[i].begin(), forward[i].end());
+  }
+  // Recursive halving (reduce-scatter), then recursive doubling (all-gather), over `group` of a
+  // power-of-two size n, members in index order: step by step each member exchanges with the
+  // one at distance d = n/2, n/4, ..., 1 (xor) half of what it holds, and the doubling retraces
+  // the steps in reverse with what it has gathered. Each step waits for the step before.
+  void halving_doubling(const std::vector<std::uint32_t>& group, Bytes buffer, bool scatter, bool gather) {
+    const std::size_t n = group.size();
+    std::vector<std::size_t> distances;
+    for (std::size_t d = n / 2; d >= 1; d /= 2) distances.push_back(d);
+    std::vector<std::uint32_t> sent(n);
+    const auto step = [&](std::size_t d, Bytes bytes, bool reduce) {
+      for (std::size_t j = 0; j < n; ++j) sent[j] = add(group[j], group[j ^ d], bytes, last_[group[j]], reduce);
+      for (std::size_t j = 0; j < n; ++j) last_[group[j ^ d]] = {sent[j]};
+    };
+    Bytes held = buffer;
+    if (scatter)
+      for (std::size_t d : distances) step(d, held /= 2, true);
+    else
+      held = buffer / n;
+    if (gather)
+      for (auto it = distances.rbegin(); it != distances.rend(); ++it, held *= 2) step(*it, held, false);
   }
   // Every member sends `message_bytes` to every other at once (after what it waits for); each
   // then waits for all it received.
@@ -129,11 +150,12 @@ std::vector<Phase> phases_of(const Config& cfg, const CollectiveSpec& spec, Byte
   std::vector<std::size_t> dims;  // dimensions with more than one chip
   for (std::size_t d = 0; d < s.dimensions.size(); ++d)
     if (s.dimensions[d].size > 1) dims.push_back(d);
-  if (spec.algorithm == CollectiveAlgorithm::Ring) {
+  if (spec.algorithm == CollectiveAlgorithm::Ring || spec.algorithm == CollectiveAlgorithm::HalvingDoubling) {
     // one ring over every chip: the system's one dimension if it has one (so a bidirectional
     // ring is used both ways), else the chips in index order
     const auto kind = spec.op == CollectiveOp::AllReduce ? Phase::AllReduce
                       : spec.op == CollectiveOp::ReduceScatter ? Phase::ReduceScatter : Phase::AllGather;
+    if (spec.algorithm == CollectiveAlgorithm::HalvingDoubling) return {{kind, kAll, chunk}};
     return {{kind, dims.size() == 1 ? dims[0] : kAll, chunk}};
   }
   if (spec.op == CollectiveOp::AllReduce) {
@@ -182,6 +204,18 @@ CollectivePhase add_phase(const Config& cfg, const CollectiveSpec& spec, const P
   const bool both_ways = spec.algorithm != CollectiveAlgorithm::Direct && ph.dimension != kAll && n > 2 &&
                          cfg.system.dimensions[ph.dimension].kind == DimensionKind::Ring;
   const Bytes message = share(ph.buffer, both_ways ? 2 * n : n, spec, both_ways ? what + ", half each way" : what);
+  if (spec.algorithm == CollectiveAlgorithm::HalvingDoubling) {
+    if (n & (n - 1))
+      throw Error(fmt::format("collective: halving-doubling needs a power-of-two number of chips, not {}", n));
+    b.halving_doubling(groups[0], ph.buffer, ph.kind != Phase::AllGather, ph.kind != Phase::ReduceScatter);
+    std::uint32_t log2n = 0;
+    while ((1u << log2n) < n) ++log2n;
+    const Dimension& d0 = cfg.system.dimensions[0];
+    const std::uint32_t rounds = ph.kind == Phase::AllReduce ? 2 * log2n : log2n;
+    const Bytes sent = ph.buffer / n * (n - 1) * (ph.kind == Phase::AllReduce ? 2 : 1);
+    return {ph.buffer, ph.kind == Phase::AllGather ? ph.buffer / n : ph.buffer, d0.bytes_per_cycle(), sent,
+            rounds * double(d0.link_latency_cycles) + double(sent) / d0.bytes_per_cycle()};
+  }
   for (const auto& g : groups) {
     if (spec.algorithm == CollectiveAlgorithm::Direct) {
       b.direct(g, message, spec.op != CollectiveOp::AllToAll);
@@ -212,9 +246,10 @@ CollectiveOp parse_collective_op(const std::string& name) {
 }
 
 CollectiveAlgorithm parse_collective_algorithm(const std::string& name) {
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 4; ++i)
     if (name == kAlgorithms[i]) return static_cast<CollectiveAlgorithm>(i);
-  throw Error(fmt::format("unknown collective algorithm \"{}\" (expected ring, direct or hierarchical)", name));
+  throw Error(fmt::format("unknown collective algorithm \"{}\" (expected ring, direct, hierarchical or "
+                          "halving-doubling)", name));
 }
 
 const char* collective_op_name(CollectiveOp op) { return kOps[static_cast<int>(op)]; }

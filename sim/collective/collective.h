@@ -5,7 +5,7 @@
 // runs those messages on the interconnect from each chip's AFI. The algorithms know nothing of
 // the engines, so the ACE engine and the baseline on cores can run the same message plans.
 //
-// Algorithms: ring, direct, hierarchical per dimension. Engines (sim/collective/engines.h):
+// Algorithms: ring, direct, hierarchical per dimension, halving-doubling. Engines (sim/collective/engines.h):
 // `ideal` (the endpoint handles a received message in one cycle, the ACE paper's Ideal),
 // `cores` (kernels on cores that read and write memory: the paper's baseline) and `ace` (the
 // collectives engine beside the AFI: SRAM partitions, FSMs, ALUs, DMA). docs/collectives.md.
@@ -19,7 +19,7 @@
 namespace tessera::sim {
 
 enum class CollectiveOp : std::uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll };
-enum class CollectiveAlgorithm : std::uint8_t { Ring, Direct, Hierarchical };
+enum class CollectiveAlgorithm : std::uint8_t { Ring, Direct, Hierarchical, HalvingDoubling };
 
 CollectiveOp parse_collective_op(const std::string& name);               // throws Error listing them
 CollectiveAlgorithm parse_collective_algorithm(const std::string& name);  // throws Error listing them

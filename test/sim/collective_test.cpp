@@ -192,3 +192,27 @@ TEST_CASE("collectives: bad requests are named errors", "[collective][bad-input]
   CHECK_THROWS_WITH(sim::run_collective(test::config(cfg), s), Contains("--engine ace: config test-exchange has no system.endpoint"));
   CHECK_THROWS_WITH(sim::parse_collective_op("broadcast"), Contains("unknown collective \"broadcast\""));
 }
+
+TEST_CASE("halving-doubling all-reduce on 8 fully connected chips, by hand", "[collective]") {
+  // Every partner is one link away (16 B/cycle, latency 100). Halving: messages of 512, 256 and
+  // 128 KiB (32,768 + 16,384 + 8,192 cycles on a link); doubling the same back: 114,688 cycles of
+  // links plus 6 steps of about 109 (latency, a packet on the bus out and in, the endpoint).
+  const Json cfg = system_of({dim("fully_connected", 8)});
+  const auto r = run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::HalvingDoubling, 1 << 20, 0);
+  CHECK(double(r.cycles) == Approx(114688 + 6 * 109).epsilon(0.01));
+  CHECK(r.messages == 8u * 6);
+  for (Bytes b : r.sent_bytes) CHECK(b == 2 * 7 * (1u << 20) / 8);  // as much as a ring sends
+  // the chips in pairs at distance 4, then 2, then 1
+  sim::CollectiveSpec s;
+  s.algorithm = sim::CollectiveAlgorithm::HalvingDoubling;
+  s.bytes = s.chunk_bytes = 1 << 20;
+  const sim::CollectivePlan plan = sim::plan_collective(test::config(cfg), s);
+  CHECK(plan.messages[0].dst == 4u);
+  CHECK(plan.messages[8].dst == 2u);
+  CHECK(plan.messages[16].dst == 1u);
+  CHECK(plan.messages[0].bytes == 512u << 10);
+  CHECK(plan.messages[40].bytes == 512u << 10);  // the last doubling step
+  CHECK_THROWS_WITH(run(system_of({dim("fully_connected", 6)}), sim::CollectiveOp::AllReduce,
+                        sim::CollectiveAlgorithm::HalvingDoubling, 6 << 10, 0),
+                    Contains("halving-doubling needs a power-of-two number of chips, not 6"));
+}
