@@ -305,10 +305,10 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
     }
     done.push_back(b.take_last());
     plan.chunk_sizes.push_back(chunk);
-    plan.chunk_release.push_back(release);
     plan.chunk_collective.push_back(id);
   }
   plan.chunks += chunks;
+  plan.collective_release.push_back(release);
 }
 
 CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec) {

@@ -73,7 +73,7 @@ struct CollectivePlan {
   Bytes chunk_bytes = 0;                    // the largest chunk
   bool mixed_phases = false;                // collectives with different numbers of phases
   std::vector<Bytes> chunk_sizes;           // per chunk
-  std::vector<Cycles> chunk_release;        // per chunk: the cycle its collective is issued
+  std::vector<Cycles> collective_release;   // per collective: the cycle it is issued (run alone)
   std::vector<std::uint32_t> chunk_collective;
 };
 

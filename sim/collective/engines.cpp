@@ -38,14 +38,15 @@ class RateServer {
   Bytes bytes_ = 0;
 };
 
-// What the engines share: the plan's dependencies, an event queue merged in time with the
-// network's, and injection through the AFI. A message is `ready` once every message it waits
-// for is complete (usable at its destination); the engine decides when it goes out and when a
-// delivered message is complete.
-class Engine : public TransportListener {
+// What the engines share: the plan's dependencies, the chips' issues, an event queue the
+// owner interleaves with the network's, and injection through the AFI. A message is `ready`
+// once its source chip has issued the collective and every message it waits for is complete
+// (usable at its destination); the engine decides when it goes out and when a delivered
+// message is complete.
+class Engine : public CollectiveEngine {
  public:
-  Engine(const CollectivePlan& plan, PacketNetwork& net) : plan_(plan), net_(net) {
-    net_.set_listener(this);
+  Engine(const CollectivePlan& plan, PacketNetwork& net, std::uint64_t id_base, std::uint32_t chips)
+      : plan_(plan), net_(net), id_base_(id_base), chips_(chips) {
     const std::size_t n = plan.messages.size();
     waiting_.resize(n);
     children_first_.assign(n + 1, 0);
@@ -54,60 +55,62 @@ class Engine : public TransportListener {
     for (std::size_t i = 1; i < children_first_.size(); ++i) children_first_[i] += children_first_[i - 1];
     children_.resize(plan.waits.size());
     std::vector<std::uint32_t> at(children_first_.begin(), children_first_.end() - 1);
+    const std::size_t parts = std::size_t{plan.collectives} * chips;
+    by_src_first_.assign(parts + 1, 0);
+    remaining_.assign(parts, 0);
     for (std::uint32_t m = 0; m < n; ++m) {
-      waiting_[m] = plan.messages[m].waits_count;
-      for (std::uint32_t i = 0; i < plan.messages[m].waits_count; ++i)
-        children_[at[plan.waits[plan.messages[m].waits_first + i]]++] = m;
+      const CollectiveMessage& x = plan.messages[m];
+      waiting_[m] = x.waits_count + 1;  // + its source chip issuing the collective
+      for (std::uint32_t i = 0; i < x.waits_count; ++i) children_[at[plan.waits[x.waits_first + i]]++] = m;
+      ++by_src_first_[part(x.chunk, x.src) + 1];
+      ++remaining_[part(x.chunk, x.dst)];  // a chip's part: what it receives
+    }
+    for (std::size_t i = 1; i <= parts; ++i) by_src_first_[i] += by_src_first_[i - 1];
+    by_src_.resize(n);
+    std::vector<std::uint32_t> fill(by_src_first_.begin(), by_src_first_.end() - 1);
+    for (std::uint32_t m = 0; m < n; ++m) by_src_[fill[part(msg(m).chunk, msg(m).src)]++] = m;
+    issued_at_.assign(parts, kNever);
+    done_.assign(plan.collectives, 0);
+  }
+
+  void issue(std::uint32_t c, std::uint32_t chip, Cycles t) override {
+    const std::size_t k = std::size_t{c} * chips_ + chip;
+    if (issued_at_[k] != kNever)
+      throw SimulationError(fmt::format("collective {}: chip {} issued it twice", c, chip));
+    issued_at_[k] = t;
+    for (std::uint32_t i = by_src_first_[k]; i < by_src_first_[k + 1]; ++i)
+      if (--waiting_[by_src_[i]] == 0) on_ready(by_src_[i], t);
+    if (remaining_[k] == 0) part_done(c, chip, t);  // nothing comes to it
+    on_issue(c, chip, t);
+  }
+  void process(Cycles t) override {
+    while (!events_.empty() && events_.top().at <= t) {
+      const Event e = events_.top();
+      events_.pop();
+      handle(e);
     }
   }
-  ~Engine() override { net_.set_listener(nullptr); }
-
-  Cycles run() {
-    done_.assign(plan_.collectives, 0);
-    start();
-    for (std::uint32_t m = 0; m < plan_.messages.size(); ++m) {
-      if (waiting_[m] != 0) continue;
-      const Cycles release = plan_.chunk_release[msg(m).chunk];
-      if (release == 0)
-        on_ready(m, 0);
-      else
-        schedule(release, kRelease, m);  // its collective is issued then
-    }
-    for (;;) {
-      const Cycles t = std::min(net_.next_event(), events_.empty() ? kNever : events_.top().at);
-      if (t == kNever) break;
-      while (!events_.empty() && events_.top().at == t) {
-        const Event e = events_.top();
-        events_.pop();
-        if (e.kind == kRelease)
-          on_ready(e.a, e.at);
-        else
-          handle(e);
-      }
-      net_.advance(t);  // what it reports comes back as events after t
-    }
+  Cycles next_event() const override { return events_.empty() ? kNever : events_.top().at; }
+  void sent(std::uint64_t m, Cycles when) override { schedule(when, kSent, static_cast<std::uint32_t>(m)); }
+  void delivered(std::uint64_t m, Cycles when) override {
+    ++delivered_;
+    schedule(when, kDelivered, static_cast<std::uint32_t>(m));
+  }
+  void check_finished() const override {
     if (delivered_ != plan_.messages.size())  // what is stuck says whether the network or the plan is
       throw SimulationError(fmt::format(
           "collective: {} of {} messages never arrived ({} sent and not delivered, {} packets still in the network "
           "at cycle {}: {}; the others wait for them)",
           plan_.messages.size() - delivered_, plan_.messages.size(), injected_ - delivered_, net_.in_flight(),
           last_, net_.stuck_report()));
-    check_finished();
-    return last_;
+    check_more();
   }
-  virtual void report(CollectiveResult&) const {}
-  // Per collective of the plan: the cycle it was done on every chip.
-  const std::vector<Cycles>& done() const { return done_; }
-
-  void sent(std::uint64_t m, Cycles when) override { schedule(when, kSent, static_cast<std::uint32_t>(m)); }
-  void delivered(std::uint64_t m, Cycles when) override {
-    ++delivered_;
-    schedule(when, kDelivered, static_cast<std::uint32_t>(m));
-  }
+  Cycles last() const override { return last_; }
+  const std::vector<Cycles>& done() const override { return done_; }
 
  protected:
   // Event kinds; engines number theirs from kOwn.
-  static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kRelease = 4, kOwn = 5;
+  static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kOwn = 4;
   struct Event {
     Cycles at;
     std::uint64_t seq;
@@ -123,15 +126,25 @@ class Engine : public TransportListener {
     const CollectiveMessage& msg = plan_.messages[m];
     const NetTopology& topo = net_.topology();
     ++injected_;
-    net_.inject(m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, t);
+    net_.inject(id_base_ + m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, t);
+  }
+  // (collective, chip) of a chunk's collective
+  std::size_t part(std::uint32_t chunk, std::uint32_t chip) const {
+    return std::size_t{plan_.chunk_collective[chunk]} * chips_ + chip;
   }
   // Something of `chunk` finished at cycle t: its collective is done no earlier.
-  void done_at(std::uint32_t chunk, Cycles t) {
+  void note_time(std::uint32_t chunk, Cycles t) {
     last_ = std::max(last_, t);
     Cycles& d = done_[plan_.chunk_collective[chunk]];
     d = std::max(d, t);
   }
-  // m's data is usable at its destination at cycle t.
+  // One of what the chip's part of collective c waits for is done; the last one ends the part.
+  void part_done(std::uint32_t c, std::uint32_t chip, Cycles t) {
+    const std::size_t k = std::size_t{c} * chips_ + chip;
+    if (remaining_[k] > 0 && --remaining_[k] > 0) return;
+    if (on_done) on_done(c, chip, t);
+  }
+  // A received message m is usable at its destination at cycle t.
   void complete(std::uint32_t m, Cycles t) {
     for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i)
       if (--waiting_[children_[i]] == 0) on_ready(children_[i], t);
@@ -139,6 +152,7 @@ class Engine : public TransportListener {
   std::uint32_t children(std::uint32_t m) const { return children_first_[m + 1] - children_first_[m]; }
   std::uint32_t first_child(std::uint32_t m) const { return children_[children_first_[m]]; }
   bool waiting(std::uint32_t m) const { return waiting_[m] != 0; }
+  Cycles issued_at(std::uint32_t chunk, std::uint32_t chip) const { return issued_at_[part(chunk, chip)]; }
   const CollectiveMessage& msg(std::uint32_t m) const { return plan_.messages[m]; }
   // Whether the one message m waits for is a reduction, of the same chunk and phase, whose sum
   // m carries on (a ring step forwarding what it just added up).
@@ -152,17 +166,22 @@ class Engine : public TransportListener {
   // Whether the sum of reduction m leaves in the one message that forwards it.
   bool sum_forwarded(std::uint32_t m) const { return children(m) == 1 && forwards_reduction(first_child(m)); }
 
-  virtual void start() {}
+  virtual void on_issue(std::uint32_t, std::uint32_t, Cycles) {}
   virtual void on_ready(std::uint32_t m, Cycles t) = 0;
   virtual void handle(const Event& e) = 0;
-  virtual void check_finished() const {}
+  virtual void check_more() const {}
 
   const CollectivePlan& plan_;
   PacketNetwork& net_;
+  std::uint64_t id_base_;
+  std::uint32_t chips_;
   Cycles last_ = 0;
+  std::vector<std::uint32_t> remaining_;  // per (collective, chip): what its part still waits for
 
  private:
   std::vector<std::uint32_t> waiting_, children_first_, children_;
+  std::vector<std::uint32_t> by_src_first_, by_src_;  // per (collective, chip): the messages it sends
+  std::vector<Cycles> issued_at_;                    // per (collective, chip), kNever before
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<Cycles> done_;
   std::uint64_t seq_ = 0, injected_ = 0, delivered_ = 0;
@@ -178,18 +197,25 @@ class IdealEngine : public Engine {
   void on_ready(std::uint32_t m, Cycles t) override { inject(m, t); }
   void handle(const Event& e) override {
     if (e.kind == kDelivered) {
-      done_at(msg(e.a).chunk, e.at);
+      note_time(msg(e.a).chunk, e.at);
       schedule(e.at + 1, kComplete, e.a);
     } else if (e.kind == kComplete) {
       complete(e.a, e.at);
+      part_done(plan_.chunk_collective[msg(e.a).chunk], msg(e.a).dst, e.at);
     }
   }
 };
 
 // The baseline: collective kernels on cores, through memory (see engines.h).
-class CoresEngine : public Engine {
+// Holds the plan the cores engine runs (relayed through neighbours) ahead of the Engine base.
+struct OwnedPlan {
+  CollectivePlan owned;
+};
+
+class CoresEngine : private OwnedPlan, public Engine {
  public:
-  CoresEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net) : Engine(plan, net) {
+  CoresEngine(const Config& cfg, CollectivePlan relayed, PacketNetwork& net, std::uint64_t id_base)
+      : OwnedPlan{std::move(relayed)}, Engine(owned, net, id_base, cfg.system.chips) {
     const EndpointConfig& e = *cfg.system.endpoint;
     for (std::uint32_t c = 0; c < cfg.system.chips; ++c) {
       read_.emplace_back(e.memory_bytes_per_cycle);
@@ -237,10 +263,11 @@ class CoresEngine : public Engine {
         break;
       }
       case kSumWrite: schedule(write_[x.dst].serve(e.at, x.bytes), kComplete, e.a); break;
-      case kKeepWrite: done_at(x.chunk, write_[x.dst].serve(e.at, x.bytes)); break;
+      case kKeepWrite: note_time(x.chunk, write_[x.dst].serve(e.at, x.bytes)); break;
       case kComplete:
-        done_at(x.chunk, e.at);
+        note_time(x.chunk, e.at);
         complete(e.a, e.at);
+        part_done(plan_.chunk_collective[x.chunk], x.dst, e.at);
         break;
       default: break;
     }
@@ -252,8 +279,8 @@ class CoresEngine : public Engine {
 // The ACE engine (see engines.h).
 class AceEngine : public Engine {
  public:
-  AceEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net)
-      : Engine(plan, net), chips_(cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())) {
+  AceEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net, std::uint64_t id_base)
+      : Engine(plan, net, id_base, cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())) {
     if (plan.mixed_phases)
       throw Error("--engine ace: the collectives of one run must have the same phases (the FSMs and SRAM "
                   "partitions are set up per phase)");
@@ -279,6 +306,10 @@ class AceEngine : public Engine {
     lowest_open_.assign(chips_, 0);
     terminal_queue_.resize(chips_);
     index_groups();
+    // a chip's part of a collective is done when each of the collective's chunks is done there
+    std::fill(remaining_.begin(), remaining_.end(), 0);
+    for (std::uint32_t c = 0; c < plan.chunks; ++c)
+      for (std::uint32_t chip = 0; chip < chips_; ++chip) ++remaining_[part(c, chip)];
   }
 
   void report(CollectiveResult& r) const override {
@@ -293,7 +324,7 @@ class AceEngine : public Engine {
   }
 
  private:
-  static constexpr std::uint8_t kActivate = kOwn, kChunkDone = kOwn + 1, kIssued = kOwn + 2;
+  static constexpr std::uint8_t kActivate = kOwn, kChunkDone = kOwn + 1;
   static constexpr std::uint8_t kIdle = 0xff;
 
   // Partition k in proportion to the phase's bandwidth times its initial chunk; the terminal
@@ -385,13 +416,8 @@ class AceEngine : public Engine {
     return size == largest ? footprint_[k] : (footprint_[k] * size + largest - 1) / largest;
   }
 
-  void start() override {
-    for (std::uint32_t chip = 0; chip < chips_; ++chip) admit(chip, 0, 0);
-    // collectives issued later: look again when each is issued
-    for (std::uint32_t c = 0; c < plan_.chunks; ++c)
-      if (plan_.chunk_release[c] > 0 && (c == 0 || plan_.chunk_release[c] != plan_.chunk_release[c - 1]))
-        schedule(plan_.chunk_release[c], kIssued, c);
-  }
+  // The chip may start the collective's chunks (in chunk order, as FSMs and room allow).
+  void on_issue(std::uint32_t, std::uint32_t chip, Cycles t) override { admit(chip, 0, t); }
   void on_ready(std::uint32_t m, Cycles t) override {
     if (active_[at(msg(m).src, msg(m).chunk)] == msg(m).phase) inject(m, t);
     // otherwise it goes when its chunk enters the phase on its chip (activate)
@@ -408,9 +434,6 @@ class AceEngine : public Engine {
       case kComplete: received(e.a, e.at); break;
       case kActivate: activate(e.a, e.b, 0, e.at); break;
       case kChunkDone: chunk_done(e.a, e.b, e.at); break;
-      case kIssued:
-        for (std::uint32_t chip = 0; chip < chips_; ++chip) admit(chip, 0, e.at);
-        break;
       default: break;
     }
   }
@@ -442,11 +465,11 @@ class AceEngine : public Engine {
       const std::uint32_t c = next_[chip * phases_ + k];
       if (c >= plan_.chunks || finished_phases_[at(chip, c)] != k) return;
       std::uint32_t& fsm = fsm_chunk_[std::size_t{chip} * fsms_ + fsm_first_[k] + c % fsm_count_[k]];
-      if (plan_.chunk_release[c] > t || fsm != kNone || free(chip, k) < fp(k, c)) return;
+      if (issued_at(c, chip) > t || fsm != kNone || free(chip, k) < fp(k, c)) return;
       fsm = c;
       ++next_[chip * phases_ + k];
       free(chip, k) -= fp(k, c);
-      admission_wait_ += t - std::max(eligible_at_[at(chip, c)], plan_.chunk_release[c]);
+      admission_wait_ += t - std::max(eligible_at_[at(chip, c)], issued_at(c, chip));
       if (k == 0) {  // the TX DMA brings the chunk from memory
         schedule(read_[chip].serve(t, plan_.chunk_sizes[c]), kActivate, chip, c);
         continue;
@@ -486,10 +509,11 @@ class AceEngine : public Engine {
     ++chunks_done_;
     if (c != lowest_open_[chip]) ++out_of_order_;
     while (lowest_open_[chip] < plan_.chunks && done_[at(chip, lowest_open_[chip])]) ++lowest_open_[chip];
-    done_at(c, t);
+    note_time(c, t);
+    part_done(plan_.chunk_collective[c], chip, t);
     to_terminal(chip, t);
   }
-  void check_finished() const override {
+  void check_more() const override {
     if (chunks_done_ == std::uint64_t{chips_} * plan_.chunks) return;
     for (std::uint32_t chip = 0; chip < chips_; ++chip)
       if (lowest_open_[chip] < plan_.chunks)
@@ -500,7 +524,7 @@ class AceEngine : public Engine {
             std::uint64_t{chips_} * plan_.chunks));
   }
 
-  std::uint32_t chips_, phases_, fsms_ = 0;
+  std::uint32_t phases_, fsms_ = 0;
   std::vector<std::int64_t> partition_, footprint_;  // per phase, then the terminal partition
   std::vector<std::uint32_t> fsm_first_, fsm_count_;
   std::vector<RateServer> read_, write_, alus_;
@@ -536,7 +560,7 @@ CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTop
   out.collectives = plan.collectives;
   out.mixed_phases = plan.mixed_phases;
   out.chunk_sizes = plan.chunk_sizes;
-  out.chunk_release = plan.chunk_release;
+  out.collective_release = plan.collective_release;
   out.chunk_collective = plan.chunk_collective;
   std::vector<std::uint32_t> last_hop(plan.messages.size());
   for (std::uint32_t i = 0; i < plan.messages.size(); ++i) {
@@ -560,29 +584,45 @@ CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTop
   return out;
 }
 
-std::vector<Cycles> run_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
-                               PacketNetwork& net, CollectiveResult& r) {
-  const auto finish = [&](Engine& e) {
-    r.cycles = e.run();
-    e.report(r);
-    return e.done();
-  };
-  if (engine == "ideal") {
-    IdealEngine e(plan, net);
-    r.memory_read_bytes.assign(cfg.system.chips, 0);
-    r.memory_write_bytes.assign(cfg.system.chips, 0);
-    return finish(e);
-  }
+std::unique_ptr<CollectiveEngine> make_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
+                                              PacketNetwork& net, std::uint64_t id_base) {
+  if (engine == "ideal") return std::make_unique<IdealEngine>(plan, net, id_base, cfg.system.chips);
   if (engine != "cores" && engine != "ace")
     throw Error(fmt::format("--engine {}: unknown engine (expected ideal, cores or ace)", engine));
   require_parts(cfg, engine);
-  if (engine == "cores") {
-    const CollectivePlan relayed = relay_through_neighbours(plan, net.topology());
-    CoresEngine e(cfg, relayed, net);
-    return finish(e);
+  if (engine == "cores")
+    return std::make_unique<CoresEngine>(cfg, relay_through_neighbours(plan, net.topology()), net, id_base);
+  return std::make_unique<AceEngine>(cfg, plan, net, id_base);
+}
+
+std::vector<Cycles> run_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
+                               PacketNetwork& net, CollectiveResult& r) {
+  const std::unique_ptr<CollectiveEngine> e = make_engine(cfg, engine, plan, net, 0);
+  net.set_listener(e.get());
+  // every chip issues each collective at its release cycle, the collectives in release order
+  std::vector<std::uint32_t> order(plan.collectives);
+  for (std::uint32_t c = 0; c < plan.collectives; ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return plan.collective_release[a] < plan.collective_release[b]; });
+  std::size_t next = 0;
+  for (;;) {
+    const Cycles release = next < order.size() ? plan.collective_release[order[next]] : kNever;
+    const Cycles t = std::min({net.next_event(), e->next_event(), release});
+    if (t == kNever) break;
+    for (; next < order.size() && plan.collective_release[order[next]] == t; ++next)
+      for (std::uint32_t chip = 0; chip < cfg.system.chips; ++chip) e->issue(order[next], chip, t);
+    e->process(t);
+    net.advance(t);  // what it reports comes back as engine events after t
   }
-  AceEngine e(cfg, plan, net);
-  return finish(e);
+  net.set_listener(nullptr);
+  e->check_finished();
+  r.cycles = e->last();
+  e->report(r);
+  if (engine == "ideal") {
+    r.memory_read_bytes.assign(cfg.system.chips, 0);
+    r.memory_write_bytes.assign(cfg.system.chips, 0);
+  }
+  return e->done();
 }
 
 }  // namespace tessera::sim

@@ -22,15 +22,43 @@
 // `system.endpoint.memory_bytes_per_cycle`; every resource (memory channels, the cores' pool,
 // the ALUs) serves requests first come, first served, requests being made at the simulated
 // cycle they arise. Like the network, the engines are plain discrete-event C++ (no SystemC).
+#include <functional>
+#include <memory>
+
 #include "sim/collective/collective.h"
 #include "sim/noc/packet_net.h"
 
 namespace tessera::sim {
 
-// Runs `plan` with the named engine on `net` (a fresh network of cfg); returns the cycle each of
-// the plan's collectives is done on every chip, and fills r's cycles (the last of them) and its
-// memory and engine statistics. Throws Error for an engine the config lacks parts for,
-// SimulationError when messages or chunks never finish.
+// An engine running a plan's collectives on a packet network it shares (with the cores' own
+// messages in a simulation, or alone in run_engine). The owner issues each collective on each
+// chip (a chip's messages go from then on), interleaves process(t) with the network's advance
+// (process first, for the same cycle), and passes on the network's reports of the engine's
+// messages (ids from id_base, less id_base).
+class CollectiveEngine : public TransportListener {
+ public:
+  virtual void issue(std::uint32_t collective, std::uint32_t chip, Cycles t) = 0;
+  virtual void process(Cycles t) = 0;  // every engine event at cycles <= t
+  virtual Cycles next_event() const = 0;
+  // Throws SimulationError naming what never finished (after the network ran dry).
+  virtual void check_finished() const = 0;
+  virtual void report(CollectiveResult&) const {}
+  virtual Cycles last() const = 0;                   // the last thing any collective did
+  virtual const std::vector<Cycles>& done() const = 0;  // per collective: its last
+  // Called when a chip's part of a collective is done: what it receives has all arrived and is
+  // usable (ace: every chunk of it written back to memory there).
+  std::function<void(std::uint32_t collective, std::uint32_t chip, Cycles when)> on_done;
+};
+
+// The named engine (ideal, cores or ace) for `plan`; throws Error for an unknown engine or a
+// config without the parts it needs.
+std::unique_ptr<CollectiveEngine> make_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
+                                              PacketNetwork& net, std::uint64_t id_base);
+
+// Runs `plan` alone on `net` (a fresh network of cfg), every chip issuing each collective at its
+// release cycle; returns the cycle each collective was done, and fills r's cycles (the last of
+// them) and its memory and engine statistics. Throws SimulationError when messages or chunks
+// never finish.
 std::vector<Cycles> run_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
                                PacketNetwork& net, CollectiveResult& r);
 
