@@ -29,7 +29,7 @@ using tessera::Json;
 using tessera::cli::write_json;
 
 int simulate_cmd(const std::string& config, const std::string& program, const std::string& out,
-                 const std::string& trace, bool quiet, bool functional) {
+                 const std::string& trace, bool quiet, bool functional, const std::string& engine) {
   namespace sim = tessera::sim;
   const sim::Config cfg = sim::load_config(config);
   sim::ProgramOptions po;
@@ -38,6 +38,9 @@ int simulate_cmd(const std::string& config, const std::string& program, const st
   sim::SimOptions opt;
   opt.trace_path = trace;
   opt.in_process = true;  // one simulation per command
+  opt.collective_engine = engine;
+  if (engine != "ideal" && engine != "cores" && engine != "ace")
+    throw tessera::Error(fmt::format("--collective-engine {}: expected ideal, cores or ace", engine));
   const sim::SimOutcome o = sim::simulate(cfg, prog, opt);
   if (!out.empty()) write_json(out, o.results);
   if (!quiet) fmt::print("{}", sim::format_summary(o.results));
@@ -121,6 +124,10 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--trace", trace, "write a Chrome trace-event JSON here (off by default)");
   sim_cmd->add_flag("--quiet", quiet, "print nothing on success");
   bool sim_functional = false;
+  std::string sim_engine = "ideal";
+  sim_cmd->add_option("--collective-engine", sim_engine, "what runs the program's collective items: ideal, cores "
+                                                         "(kernels through memory) or ace (docs/collectives.md)")
+      ->capture_default_str();
   sim_cmd->add_flag("--functional", sim_functional,
                     "carry values (the program needs views, exprs and data_tensors: tessera compile --functional); "
                     "stored tensors go to the results file's \"outputs\"");
@@ -236,7 +243,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
   try {
-    if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional);
+    if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional, sim_engine);
     if (prog_convert->parsed()) {
       tessera::sim::convert_program(conv_in, conv_out);
       fmt::print("{} written to {}\n", conv_in, conv_out);

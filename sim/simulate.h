@@ -16,6 +16,7 @@ struct SimOptions {
   // Simulate in this process instead of a forked child. Only for a process that simulates once
   // (SystemC elaborates once per process); saves forking a process that holds a huge program.
   bool in_process = false;
+  std::string collective_engine = "ideal";  // what runs the program's collective items
 };
 
 struct SimOutcome {

@@ -74,6 +74,12 @@ check "collective results JSON" "grep -q '\"injected_gb_per_s\"' $tmp/coll.json 
 "$tessera" collective --config "$src/configs/ace-torus-64.json" --op allreduce --algorithm hierarchical --bytes 1MiB \
   --engine ace --memory-gb-per-s 128 >"$tmp/out" 2>"$tmp/err"
 check "collective --engine ace reads and writes N per chip" "[ $? -eq 0 ] && grep -q 'read 1048576 .. 1048576 (1.0000 .. 1.0000 x bytes), written 1048576' $tmp/out"
+"$tessera" simulate --config "$src/configs/ace-torus-16.json" --program "$src/workloads/programs/collective-overlap.json" \
+  --collective-engine ace --out "$tmp/co.json" >"$tmp/out" 2>"$tmp/err"
+check "simulate runs a program's collective items on the ACE engine" "[ $? -eq 0 ] && grep -q '\"collectives_done_cycle\"' $tmp/co.json"
+"$tessera" simulate --config "$src/configs/ace-torus-16.json" --program "$src/workloads/programs/collective-overlap.json" \
+  --collective-engine magic >"$tmp/out" 2>"$tmp/err"
+check "simulate: an unknown collective engine is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'collective-engine magic: expected ideal, cores or ace' $tmp/err"
 "$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine magic >"$tmp/out" 2>"$tmp/err"
 check "collective: an unknown engine is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'engine magic: unknown engine' $tmp/err"
 "$tessera" train --config "$src/configs/ace-torus-16.json" --layers "$src/workloads/train/resnet-50-b8.json" --mode ideal \

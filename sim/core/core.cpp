@@ -126,6 +126,7 @@ Activity Core::transfer(const Item& it) {
     case Op::Recv: dma->recv(h, it.arg, it.value); break;
     case Op::Load: dma->memory(h, it.value, false); break;
     case Op::Store: dma->memory(h, it.value, true); break;
+    case Op::Collective: dma->collective(h, it.arg); break;
     case Op::Wait: break;
     default: return Activity::Compute;
   }
@@ -139,6 +140,7 @@ Activity Core::transfer(const Item& it) {
   switch (kind) {
     case Op::Send: return Activity::Send;
     case Op::Recv: return Activity::Recv;
+    case Op::Collective: return Activity::Sync;  // waiting for the other chips' parts
     default: return Activity::Memory;
   }
 }

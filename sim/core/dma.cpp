@@ -36,6 +36,11 @@ void Dma::memory(std::uint32_t handle, Bytes bytes, bool write) {
   mem->transfer(core_, bytes, write, c);
 }
 
+void Dma::collective(std::uint32_t handle, std::uint32_t index) {
+  Completion& c = start(handle);
+  net->collective(core_, index, c);
+}
+
 std::shared_ptr<const Payload> Dma::wait(std::uint32_t handle) {
   Completion& c = *slots_[handle];
   c.wait();

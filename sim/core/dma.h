@@ -19,6 +19,7 @@ class DmaIf : public virtual sc_core::sc_interface {
   virtual void send(std::uint32_t handle, std::uint32_t dst, Bytes bytes, std::shared_ptr<const Payload> payload) = 0;
   virtual void recv(std::uint32_t handle, std::uint32_t src, Bytes bytes) = 0;
   virtual void memory(std::uint32_t handle, Bytes bytes, bool write) = 0;
+  virtual void collective(std::uint32_t handle, std::uint32_t index) = 0;
   // Blocks until the transfer on `handle` is complete; returns what a receive carried. Throws
   // SimulationError when it cannot complete (a receive whose size differs from the send's).
   virtual std::shared_ptr<const Payload> wait(std::uint32_t handle) = 0;
@@ -33,6 +34,7 @@ class Dma : public sc_core::sc_module, public DmaIf {
   void send(std::uint32_t handle, std::uint32_t dst, Bytes bytes, std::shared_ptr<const Payload> payload) override;
   void recv(std::uint32_t handle, std::uint32_t src, Bytes bytes) override;
   void memory(std::uint32_t handle, Bytes bytes, bool write) override;
+  void collective(std::uint32_t handle, std::uint32_t index) override;
   std::shared_ptr<const Payload> wait(std::uint32_t handle) override;
 
  private:

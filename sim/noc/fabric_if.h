@@ -19,6 +19,9 @@ class FabricIf : public virtual sc_core::sc_interface {
   // Posts a receive of the next message from `src` (messages between two cores match in send
   // order); `done` completes when it has fully arrived, with an error if its size is not `bytes`.
   virtual void recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) = 0;
+  // `core` takes its chip's part in the program's collective `index`; `done` completes when the
+  // chip's part is done (the collective engine's say).
+  virtual void collective(std::uint32_t core, std::uint32_t index, Completion& done) = 0;
 };
 
 }  // namespace tessera::sim

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sim/collective/engines.h"
 #include "sim/common/clock.h"
 #include "sim/common/error.h"
 #include "sim/noc/flit_mesh.h"
@@ -32,10 +33,52 @@ void Network::wake_at(Cycles t) {
   wake_.notify(at - sc_core::sc_time_stamp());
 }
 
+Network::~Network() = default;
+
 void Network::step() {
-  transport_->advance(now_cycles());
-  const Cycles next = transport_->next_event();
+  const Cycles now = now_cycles();
+  if (engine_) engine_->process(now);  // what the engine does at `now` enters the transport at `now`
+  transport_->advance(now);
+  Cycles next = transport_->next_event();
+  if (engine_) next = std::min(next, engine_->next_event());
   if (next != kNever) wake_at(next);
+}
+
+void Network::attach_collectives(const Config& cfg, const std::vector<CollectiveSpec>& specs,
+                                 const std::string& engine) {
+  auto* packets = dynamic_cast<PacketNetwork*>(transport_.get());
+  if (!packets)
+    throw Error("collective items run on the packet level (chip.mesh.model \"flit\" has no links between chips)");
+  if (!cfg.system.afi)
+    throw Error(fmt::format("collective items: config {} has no system.afi (docs/config.md)", cfg.name));
+  chips_ = cfg.system.chips;
+  cores_per_chip_ = cfg.chip.cores;
+  collective_plan_ = std::make_unique<CollectivePlan>();
+  for (const CollectiveSpec& s : specs) {
+    CollectiveSpec planned = s;
+    if (engine == "ace") planned.chunks_in_flight = 0;  // ACE admits chunks by its FSMs and SRAM
+    append_collective(cfg, planned, 0, *collective_plan_);
+  }
+  engine_ = make_engine(cfg, engine, *collective_plan_, *packets, kEngineIds);
+  collective_waiting_.assign(std::size_t{chips_} * specs.size(), nullptr);
+  engine_->on_done = [this](std::uint32_t c, std::uint32_t chip, Cycles when) {
+    // reported while the engine processes cycle `when` (half a cycle after it): the core goes on
+    // at the next cycle
+    Completion* done = collective_waiting_[std::size_t{c} * chips_ + chip];
+    if (done) done->complete(when + 1);
+  };
+}
+
+void Network::collective(std::uint32_t core, std::uint32_t index, Completion& done) {
+  const std::uint32_t chip = core / cores_per_chip_;
+  collective_waiting_[std::size_t{index} * chips_ + chip] = &done;
+  const Cycles now = now_cycles();
+  engine_->issue(index, chip, now);
+  wake_at(now);
+}
+
+std::vector<Cycles> Network::collectives_done() const {
+  return engine_ ? engine_->done() : std::vector<Cycles>{};
 }
 
 void Network::send(std::uint32_t src, std::uint32_t dst, Bytes bytes,
@@ -113,6 +156,7 @@ void Network::release(std::uint32_t m) {
 }
 
 void Network::sent(std::uint64_t message, Cycles when) {
+  if (message >= kEngineIds) return engine_->sent(message - kEngineIds, when);
   Message& msg = pool_[message];
   msg.sent->complete(when);
   msg.sent = nullptr;
@@ -120,6 +164,7 @@ void Network::sent(std::uint64_t message, Cycles when) {
 }
 
 void Network::delivered(std::uint64_t message, Cycles when) {
+  if (message >= kEngineIds) return engine_->delivered(message - kEngineIds, when);
   Message& msg = pool_[message];
   msg.delivered = true;
   msg.arrival = when;

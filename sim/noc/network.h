@@ -21,6 +21,9 @@
 namespace tessera::sim {
 
 class TraceRecorder;
+class CollectiveEngine;
+struct CollectivePlan;
+struct CollectiveSpec;
 
 // The transport a config asks for (chip.mesh.model): packet level or flit level.
 std::unique_ptr<Transport> make_transport(const Config& cfg, TraceRecorder* trace);
@@ -32,6 +35,14 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   void send(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::shared_ptr<const Payload> payload,
             Completion& done) override;
   void recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) override;
+  void collective(std::uint32_t core, std::uint32_t index, Completion& done) override;
+  ~Network() override;
+
+  // The program's collectives, run by the named engine (ideal, cores or ace) on this network
+  // (the packet level, with an AFI per chip); throws Error when the config cannot.
+  void attach_collectives(const Config& cfg, const std::vector<CollectiveSpec>& specs, const std::string& engine);
+  // Per collective: the cycle its last part was done (empty without collectives).
+  std::vector<Cycles> collectives_done() const;
 
   void stats(std::vector<ChannelStats*>& out) { transport_->stats(out); }
   std::uint64_t messages() const { return messages_; }
@@ -79,6 +90,12 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   absl::flat_hash_map<std::uint64_t, Pending> pending_;  // by pair_key
   IndexPool<Posted> posts_;
   std::vector<std::size_t> unmatched_count_;           // per destination
+  // The collective engine's messages are numbered from kEngineIds in the transport.
+  static constexpr std::uint64_t kEngineIds = std::uint64_t{1} << 40;
+  std::unique_ptr<CollectivePlan> collective_plan_;
+  std::unique_ptr<CollectiveEngine> engine_;
+  std::vector<Completion*> collective_waiting_;  // per (collective, chip): the core's completion
+  std::uint32_t chips_ = 1, cores_per_chip_ = 1;
   sc_core::sc_event wake_;
   std::uint64_t messages_ = 0;
 };

@@ -37,6 +37,8 @@ struct Tally {
   std::unordered_map<std::uint64_t, Pair> pairs;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> syncs;  // (group, core)
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> relayouts;  // (relayout, core)
+  // (collective, chip) -> the cores with an item of it there, and how often each runs it
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<std::pair<std::uint32_t, std::uint64_t>>> collectives;
   // Functional mode: the pieces of each relayout a core reads, computed once per relayout.
   struct Piece {
     RelayoutStep::Kind kind;
@@ -336,7 +338,7 @@ class CoreReader {
     auto it = handles_.find(name);
     if (it == handles_.end() || !it->second.pending)
       r.fail("handle", fmt::format("no transfer is in flight on handle '{}' here (start one with a "
-                                   "send, recv, load or store that names it)", name));
+                                   "send, recv, load, store or collective that names it)", name));
     Handle& h = it->second;
     h.pending = false;
     emit(Op::Wait, h.slot, static_cast<std::uint64_t>(h.started_by), where, mult);
@@ -485,6 +487,14 @@ class CoreReader {
         r.fail("box", "functional mode needs every send to name the box of values it carries");
       }
       if (functional_) fn_item().buffer = value_buffer(r, "buffer", r.string("buffer"));
+      start_handle(r, where);
+    } else if (op == "collective") {
+      const std::uint64_t k = r.u64("collective");
+      if (k >= prog_.collectives.size())
+        r.fail("collective", fmt::format("expected < {} (the entries of the program's \"collectives\")",
+                                         prog_.collectives.size()));
+      tally_.collectives[{static_cast<std::uint32_t>(k), cfg_.chip_of(out_.core)}].emplace_back(out_.core, mult);
+      emit(Op::Collective, static_cast<std::uint32_t>(k), 0, where, mult);
       start_handle(r, where);
     } else if (op == "wait") {
       read_wait(r, where, mult);
@@ -688,6 +698,61 @@ void read_functional_tables(const JsonReader& r, Program& prog) {
   }
 }
 
+// "collectives": [{"op", "bytes", "algorithm", "chunk_bytes", "chunks_in_flight"}], between all
+// chips of the system (docs/program.md).
+void read_collectives(const JsonReader& r, const Config& cfg, Program& prog) {
+  if (!r.has("collectives")) return;
+  const Json& arr = r.value("collectives");
+  if (!arr.is_array()) r.fail("collectives", "expected an array of {op, bytes, algorithm, ...}");
+  if (!arr.empty() && (cfg.system.chips < 2 || !cfg.system.afi))
+    r.fail("collectives", fmt::format("config {} has {}: collectives run between chips through their AFI "
+                                      "(system.afi, docs/config.md)", cfg.name,
+                                      cfg.system.chips < 2 ? "one chip" : "no system.afi"));
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    JsonReader c(arr[i], r.what(), fmt::format("collectives[{}]", i), 'p');
+    CollectiveSpec s;
+    try {
+      s.op = parse_collective_op(c.string("op"));
+      s.algorithm = parse_collective_algorithm(c.string("algorithm", "ring"));
+    } catch (const ProgramError&) {
+      throw;
+    } catch (const Error& e) {
+      c.fail("op", e.what());
+    }
+    s.bytes = c.u64("bytes");
+    if (s.bytes == 0) c.fail("bytes", "expected at least 1 byte");
+    s.chunk_bytes = c.u64("chunk_bytes", s.chunk_bytes);
+    const std::uint64_t window = c.u64("chunks_in_flight", s.chunks_in_flight);
+    if (window > 0xffffffffu) c.fail("chunks_in_flight", "expected 0..4294967295");
+    s.chunks_in_flight = static_cast<std::uint32_t>(window);
+    c.reject_unknown_keys();
+    try {  // the chunks and messages must divide: say so now, not when the engine starts
+      plan_collective(cfg, s);
+    } catch (const Error& e) {
+      c.fail("bytes", e.what());
+    }
+    prog.collectives.push_back(s);
+  }
+}
+
+// Every chip takes part in every collective, once, on one core.
+void check_collectives(const Tally& t, const Program& prog, const Config& cfg, const std::string& what) {
+  for (std::uint32_t k = 0; k < prog.collectives.size(); ++k)
+    for (std::uint32_t chip = 0; chip < cfg.system.chips; ++chip) {
+      auto it = t.collectives.find({k, chip});
+      if (it == t.collectives.end())
+        throw ProgramError(fmt::format("{}: collectives[{}]: no core of chip {} has a collective item for it (every "
+                                       "chip takes part: one item on one core of each chip)", what, k, chip));
+      const auto& v = it->second;
+      if (v.size() > 1)
+        throw ProgramError(fmt::format("{}: collectives[{}]: chip {} takes part on cores {} and {}; a chip takes "
+                                       "part once, on one core", what, k, chip, v[0].first, v[1].first));
+      if (v[0].second != 1)
+        throw ProgramError(fmt::format("{}: collectives[{}]: core {} runs its item {} times (inside a repeat); a "
+                                       "collective runs once: list one per run", what, k, v[0].first, v[0].second));
+    }
+}
+
 // "layouts": [{"shape": [...], "boxes": [[core, origin..., extent...], ...]}]
 Layout read_layout(const JsonReader& r, const Config& cfg) {
   Layout l;
@@ -824,6 +889,9 @@ ProgramParser::ProgramParser(const Json& header, const std::string& what, const 
   read_tensors(r, cfg, prog, s_->tensor_index);
   read_functional_tables(r, prog);
   read_relayouts(r, cfg, prog, options.functional);
+  read_collectives(r, cfg, prog);
+  if (options.functional && !prog.collectives.empty())
+    r.fail("collectives", "functional mode does not compute collectives' values (simulate without --functional)");
   prog.functional = options.functional;
   if (options.functional && prog.data_tensors.empty())
     throw ProgramError(fmt::format("{}: functional mode needs data_tensors, exprs and views "
@@ -889,6 +957,7 @@ Program ProgramParser::finish() {
             [](const CoreProgram& a, const CoreProgram& b) { return a.core < b.core; });
   check_tally(s_->tally, prog, s_->what);
   check_relayouts(s_->tally, prog, s_->what);
+  check_collectives(s_->tally, prog, s_->cfg, s_->what);
   s_->r.reject_unknown_keys();
   return std::move(prog);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/common/json_reader.h"
+#include "sim/collective/collective.h"
 #include "sim/config/config.h"
 #include "sim/core/compute_model.h"
 #include "sim/functional/data.h"
@@ -21,7 +22,8 @@ enum class Op : std::uint8_t {
   Compute, Send, Recv, Sync, Load, Store, LoopBegin, LoopEnd,
   Wait,  // for a transfer started with a handle (arg: the handle; value: the Op that started it)
   Alloc, Free, Init,  // functional mode only: buffers that hold values, weights preloaded (0 cycles)
-  Relayout  // arg: index into Program::relayouts; the core's sends, copies and receives of it
+  Relayout,  // arg: index into Program::relayouts; the core's sends, copies and receives of it
+  Collective  // arg: index into Program::collectives; this chip's part of it (one core per chip)
 };
 constexpr std::uint32_t kNoTag = ~0u;
 
@@ -89,6 +91,9 @@ struct Program {
   // cores run it in all (counting loop iterations), so the simulator can drop it after the last.
   std::vector<Layout> layouts;
   std::vector<Relayout> relayouts;
+  // Collectives between all chips (collective.h); a `collective` item on one core of each chip
+  // takes that chip's part, run by the engine the simulation is given.
+  std::vector<CollectiveSpec> collectives;
   std::vector<std::uint64_t> relayout_runs;
   // Functional mode: global tensors (shape) and the kernels compute items evaluate.
   bool functional = false;

@@ -10,11 +10,12 @@
 
 namespace tessera::sim {
 
-System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog,
-               TraceRecorder* trace)
+System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog, TraceRecorder* trace,
+               const std::string& collective_engine)
     : sc_core::sc_module(name), cfg_(cfg), prog_(prog), tags_(prog.tags.size()), relayouts_(prog, cfg.chip.core),
       network_("network", cfg, trace), barrier_("barrier", cfg, prog),
       memory_("offchip", cfg, trace) {
+  if (!prog.collectives.empty()) network_.attach_collectives(cfg, prog.collectives, collective_engine);
   if (prog.functional) {
     fx_ = std::make_unique<FunctionalContext>();
     fx_->program = &prog;
@@ -102,6 +103,11 @@ Json System::results() const {
   r["messages"] = network_.messages();
   r["network_hops"] = network_.hops();
   r["barriers"] = barrier_.barriers();
+  if (!prog_.collectives.empty()) {
+    Json done = Json::array();
+    for (Cycles c : network_.collectives_done()) done.push_back(c);
+    r["collectives_done_cycle"] = std::move(done);
+  }
 
   Json cores = Json::array();
   for (const auto& c : cores_) {

@@ -15,8 +15,9 @@ namespace tessera::sim {
 
 class System : public sc_core::sc_module {
  public:
-  System(sc_core::sc_module_name name, const Config& cfg, const Program& prog,
-         TraceRecorder* trace);
+  // `collective_engine`: the engine that runs the program's collective items (ideal, cores, ace).
+  System(sc_core::sc_module_name name, const Config& cfg, const Program& prog, TraceRecorder* trace,
+         const std::string& collective_engine = "ideal");
 
   // After sc_start: throws SimulationError on a failure or deadlock, else returns the results
   // document (docs/results.md).
