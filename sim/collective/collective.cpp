@@ -296,12 +296,15 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
         phases.push_back(add_phase(cfg, spec, list[k], b));
       }
     }
-    // the phases of the largest chunk stand for all (an engine scales footprints by chunk size)
-    if (i == 0 && (plan.phases.empty() || chunk > plan.chunk_bytes)) {
-      plan.phases = std::move(phases);
-      plan.chunk_bytes = chunk;
-    } else if (i == 0 && phases.size() != plan.phases.size()) {
-      plan.mixed_phases = true;
+    // the collective with the most phases (then the largest chunk) sizes an engine's SRAM
+    if (i == 0) {
+      plan.collective_phases.push_back(phases);
+      if (!plan.phases.empty() && phases.size() != plan.phases.size()) plan.mixed_phases = true;
+      if (plan.phases.empty() || phases.size() > plan.phases.size() ||
+          (phases.size() == plan.phases.size() && chunk > plan.chunk_bytes)) {
+        plan.phases = std::move(phases);
+        plan.chunk_bytes = chunk;
+      }
     }
     done.push_back(b.take_last());
     plan.chunk_sizes.push_back(chunk);

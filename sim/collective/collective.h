@@ -72,6 +72,7 @@ struct CollectivePlan {
   std::uint32_t chunks = 0, collectives = 0;
   Bytes chunk_bytes = 0;                    // the largest chunk
   bool mixed_phases = false;                // collectives with different numbers of phases
+  std::vector<std::vector<CollectivePhase>> collective_phases;  // per collective, for its own chunk
   std::vector<Bytes> chunk_sizes;           // per chunk
   std::vector<Cycles> collective_release;   // per collective: the cycle it is issued (run alone)
   std::vector<std::uint32_t> chunk_collective;

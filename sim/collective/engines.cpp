@@ -281,12 +281,15 @@ class AceEngine : public Engine {
  public:
   AceEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net, std::uint64_t id_base)
       : Engine(plan, net, id_base, cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())) {
-    if (plan.mixed_phases)
-      throw Error("--engine ace: the collectives of one run must have the same phases (the FSMs and SRAM "
-                  "partitions are set up per phase)");
     const AceConfig& ace = *cfg.system.ace;
     const EndpointConfig& e = *cfg.system.endpoint;
     size_partitions(ace);
+    for (std::uint32_t c = 0; c < plan.collectives; ++c)  // every collective's chunks must fit, too
+      for (std::size_t k = 0; k < plan.collective_phases[c].size(); ++k)
+        if (std::int64_t(plan.collective_phases[c][k].footprint_bytes) > partition_[k])
+          throw Error(fmt::format("system.ace.sram_bytes: collective {}'s chunks need {} bytes in phase {}, whose "
+                                  "partition has {}; use a larger SRAM or smaller chunks", c,
+                                  plan.collective_phases[c][k].footprint_bytes, k, partition_[k]));
     share_fsms(ace);
     for (std::uint32_t c = 0; c < chips_; ++c) {
       read_.emplace_back(e.memory_bytes_per_cycle);
@@ -409,11 +412,16 @@ class AceEngine : public Engine {
   }
   std::size_t at(std::uint32_t chip, std::uint32_t chunk) const { return std::size_t{chip} * plan_.chunks + chunk; }
   std::int64_t& free(std::uint32_t chip, std::uint32_t k) { return free_[chip * (phases_ + 1) + k]; }
-  // Chunk c's room in partition k (the terminal one: k = phases_): the largest chunk's, scaled.
+  // Chunk c's room in partition k (the terminal one: k = phases_): its collective's footprint
+  // in that phase, or its size.
   std::int64_t fp(std::uint32_t k, std::uint32_t c) const {
-    const std::int64_t size = static_cast<std::int64_t>(plan_.chunk_sizes[c]);
-    const std::int64_t largest = static_cast<std::int64_t>(plan_.chunk_bytes);
-    return size == largest ? footprint_[k] : (footprint_[k] * size + largest - 1) / largest;
+    if (k == phases_) return static_cast<std::int64_t>(plan_.chunk_sizes[c]);
+    return static_cast<std::int64_t>(plan_.collective_phases[plan_.chunk_collective[c]][k].footprint_bytes);
+  }
+  // The phases chunk c goes through (a collective with fewer phases than the plan's most uses
+  // the first partitions and FSMs: an all-to-all beside a torus all-reduce uses phase 0's).
+  std::uint32_t phases_of(std::uint32_t c) const {
+    return static_cast<std::uint32_t>(plan_.collective_phases[plan_.chunk_collective[c]].size());
   }
 
   // The chip may start the collective's chunks (in chunk order, as FSMs and room allow).
@@ -451,8 +459,8 @@ class AceEngine : public Engine {
     fsm_chunk_[std::size_t{chip} * fsms_ + fsm] = kNone;
     finished_phases_[at(chip, chunk)] = static_cast<std::uint8_t>(phase + 1);
     eligible_at_[at(chip, chunk)] = t;
-    if (phase + 1 == phases_) terminal_queue_[chip].push_back(chunk);
-    if (phase + 1 < phases_)  // on into the next partition (its room here comes back) ...
+    if (phase + 1 == phases_of(chunk)) terminal_queue_[chip].push_back(chunk);
+    if (phase + 1 < phases_of(chunk))  // on into the next partition (its room here comes back) ...
       admit(chip, phase + 1, t);
     else
       to_terminal(chip, t);
@@ -462,7 +470,9 @@ class AceEngine : public Engine {
   // the partition has room; the room the chunk held in phase k - 1 comes back.
   void admit(std::uint32_t chip, std::uint32_t k, Cycles t) {
     for (;;) {
-      const std::uint32_t c = next_[chip * phases_ + k];
+      std::uint32_t& next = next_[chip * phases_ + k];
+      while (next < plan_.chunks && phases_of(next) <= k) ++next;  // chunks that never enter phase k
+      const std::uint32_t c = next;
       if (c >= plan_.chunks || finished_phases_[at(chip, c)] != k) return;
       std::uint32_t& fsm = fsm_chunk_[std::size_t{chip} * fsms_ + fsm_first_[k] + c % fsm_count_[k]];
       if (issued_at(c, chip) > t || fsm != kNone || free(chip, k) < fp(k, c)) return;
@@ -496,11 +506,12 @@ class AceEngine : public Engine {
     while (!q.empty() && free(chip, phases_) >= fp(phases_, q.front())) {
       const std::uint32_t c = q.front();
       q.pop_front();
+      const std::uint32_t last = phases_of(c) - 1;
       free(chip, phases_) -= fp(phases_, c);
-      free(chip, phases_ - 1) += fp(phases_ - 1, c);
+      free(chip, last) += fp(last, c);
       admission_wait_ += t - eligible_at_[at(chip, c)];
       schedule(write_[chip].serve(t, plan_.chunk_sizes[c]), kChunkDone, chip, c);
-      admit(chip, phases_ - 1, t);
+      admit(chip, last, t);
     }
   }
   void chunk_done(std::uint32_t chip, std::uint32_t c, Cycles t) {
@@ -559,6 +570,7 @@ CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTop
   out.chunk_bytes = plan.chunk_bytes;
   out.collectives = plan.collectives;
   out.mixed_phases = plan.mixed_phases;
+  out.collective_phases = plan.collective_phases;
   out.chunk_sizes = plan.chunk_sizes;
   out.collective_release = plan.collective_release;
   out.chunk_collective = plan.chunk_collective;

@@ -190,3 +190,27 @@ TEST_CASE("collectives issued at different cycles share one network", "[collecti
     CHECK(apart.done[1] == 2 * alone.done[0] + 1);
   }
 }
+
+TEST_CASE("ACE runs an all-to-all beside a hierarchical all-reduce: the all-to-all uses the first phase's FSMs and room", "[collective][engines]") {
+  Json cfg = engines_system(Json::array({ring("ring", 4)[0], ring("ring", 4)[0]}));
+  const sim::Config c = test::config(cfg);
+  sim::CollectiveSpec ar, a2a;
+  ar.op = sim::CollectiveOp::AllReduce;
+  ar.algorithm = sim::CollectiveAlgorithm::Hierarchical;
+  ar.bytes = 256 << 10;
+  ar.chunk_bytes = 16 << 10;
+  a2a.op = sim::CollectiveOp::AllToAll;
+  a2a.algorithm = sim::CollectiveAlgorithm::Direct;
+  a2a.bytes = 64 << 10;
+  a2a.chunk_bytes = 16 << 10;
+  const auto both = sim::run_collectives(c, "ace", {{ar, 0}, {a2a, 0}});
+  const auto ar_alone = sim::run_collectives(c, "ace", {{ar, 0}});
+  const auto a2a_alone = sim::run_collectives(c, "ace", {{a2a, 0}});
+  for (std::uint32_t chip = 0; chip < 16; ++chip) {  // each chunk read and written once
+    CHECK(both.totals.memory_read_bytes[chip] == (256u + 64u) << 10);
+    CHECK(both.totals.memory_write_bytes[chip] == (256u + 64u) << 10);
+  }
+  CHECK(both.done[0] >= ar_alone.done[0]);  // they share the links, the FSMs and the room
+  CHECK(both.done[1] >= a2a_alone.done[0]);
+  CHECK(std::max(both.done[0], both.done[1]) <= ar_alone.done[0] + a2a_alone.done[0]);
+}
