@@ -7,6 +7,8 @@ resnet-50.json  torchvision ResNet-50 (v1.5: stride in the 3x3 convolution), 224
                 batch 32 per NPU (the ACE paper's); resnet-50-b8.json the same at batch 8. A layer is a convolution with its batch norm
                 and ReLU (and the block's residual add on its last convolution), or the final
                 fully connected layer.
+dlrm.json       MLPerf DLRM (Criteo Terabyte): data-parallel MLPs, 26 model-parallel embedding
+                tables of 128 with an all-to-all each way, batch 512 per NPU (the ACE paper's).
 gnmt.json       GNMT as the MLPerf training reference defines it: 4 encoder LSTM layers (the
                 first bidirectional, 2 x 512), 4 decoder LSTM layers with attention, 1024 units,
                 a 32,317-token vocabulary, batch 128 per NPU (the ACE paper's), 50-token sentences.
@@ -113,6 +115,38 @@ def gnmt(batch=128, steps=50, hidden=1024, vocab=32317):
             "batch_per_npu": batch, "bytes_per_parameter": 2, "layers": layers}
 
 
+def mlp(name, batch, dims):
+    """Dense layers of an MLP, in order: (in, out) pairs."""
+    out = []
+    for i, (a, b) in enumerate(zip(dims, dims[1:])):
+        macs = batch * a * b
+        x, y, wbytes = batch * a * B2, batch * b * B2, a * b * B2
+        out.append(layer(f"{name}.{i}", a * b + b, (2 * macs, x + wbytes + 3 * y), (2 * macs, 3 * y + wbytes + x),
+                         (2 * macs, x + y + wbytes)))
+    return out
+
+
+def dlrm(batch=512, tables=26, dim=128):
+    """MLPerf DLRM (Criteo Terabyte): a bottom MLP 13-512-256-128 on the dense features, 26
+    embedding tables of 128 (model parallel: each NPU looks up its share of the tables for the
+    whole global batch, then an all-to-all hands every NPU its samples' rows), the pairwise
+    interaction (351 dot products + the 128 dense), a top MLP 479-1024-1024-512-256-1."""
+    layers = mlp("bottom_mlp", batch, [13, 512, 256, 128])
+    rows = batch * tables * dim * B2  # per NPU: as many rows as its own samples need, weak scaling
+    emb = layer("embeddings", 0, (0, 2 * rows), (0, 0), (0, 3 * rows))  # lookup; sparse update in place
+    emb["alltoall_bytes"] = rows
+    layers.append(emb)
+    pairs = (tables + 1) * tables // 2
+    inter_macs = batch * pairs * dim
+    inter_bytes = batch * ((tables + 1) * dim + pairs + dim) * B2
+    layers.append(layer("interaction", 0, (2 * inter_macs, inter_bytes), (2 * inter_macs, inter_bytes), (0, 0)))
+    layers += mlp("top_mlp", batch, [dim + pairs, 1024, 1024, 512, 256, 1])
+    return {"name": "dlrm", "description": "MLPerf DLRM: bottom MLP 13-512-256-128, 26 embedding tables of 128 "
+                                           "(model parallel, all-to-all), top MLP 479-1024-1024-512-256-1, FP16 "
+                                           "(scripts/make_train_tables.py)",
+            "batch_per_npu": batch, "bytes_per_parameter": 2, "layers": layers}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "workloads", "train"))
@@ -121,7 +155,7 @@ def main():
     small = resnet50(8)  # a quarter of the compute per iteration for the same gradients
     small["name"] = "resnet-50-b8"
     small["description"] = small["description"].replace("224x224", "224x224, batch 8 per NPU")
-    for table in (resnet50(), small, gnmt()):
+    for table in (resnet50(), small, gnmt(), dlrm()):
         path = os.path.join(args.out, table["name"] + ".json")
         with open(path, "w") as f:
             json.dump(table, f, indent=1)

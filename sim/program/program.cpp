@@ -493,6 +493,11 @@ class CoreReader {
       if (k >= prog_.collectives.size())
         r.fail("collective", fmt::format("expected < {} (the entries of the program's \"collectives\")",
                                          prog_.collectives.size()));
+      // ACE admits chunks in the order of the collectives: every chip issues them in that order
+      if (last_collective_ >= 0 && static_cast<std::int64_t>(k) <= last_collective_)
+        r.fail("collective", fmt::format("collective {} after collective {} on this core; a chip takes part in the "
+                                         "collectives in the order they are listed", k, last_collective_));
+      last_collective_ = static_cast<std::int64_t>(k);
       tally_.collectives[{static_cast<std::uint32_t>(k), cfg_.chip_of(out_.core)}].emplace_back(out_.core, mult);
       emit(Op::Collective, static_cast<std::uint32_t>(k), 0, where, mult);
       start_handle(r, where);
@@ -551,6 +556,7 @@ class CoreReader {
   const std::unordered_map<std::string, std::uint32_t>& groups_;
   const std::unordered_map<std::string, std::uint32_t>& tensors_;
   CoreProgram& out_;
+  std::int64_t last_collective_ = -1;  // the last collective item read on this core
   Scratchpad pad_;
   const bool functional_;
   std::uint32_t tag_ = kNoTag;
@@ -735,7 +741,8 @@ void read_collectives(const JsonReader& r, const Config& cfg, Program& prog) {
   }
 }
 
-// Every chip takes part in every collective, once, on one core.
+// Every chip takes part in every collective, once, on one core, the same core for all of them
+// (so that it issues them in order).
 void check_collectives(const Tally& t, const Program& prog, const Config& cfg, const std::string& what) {
   for (std::uint32_t k = 0; k < prog.collectives.size(); ++k)
     for (std::uint32_t chip = 0; chip < cfg.system.chips; ++chip) {
@@ -750,6 +757,11 @@ void check_collectives(const Tally& t, const Program& prog, const Config& cfg, c
       if (v[0].second != 1)
         throw ProgramError(fmt::format("{}: collectives[{}]: core {} runs its item {} times (inside a repeat); a "
                                        "collective runs once: list one per run", what, k, v[0].first, v[0].second));
+      const std::uint32_t first = t.collectives.at({0, chip})[0].first;
+      if (v[0].first != first)
+        throw ProgramError(fmt::format("{}: collectives[{}]: chip {} takes part on core {}, but in collectives[0] on "
+                                       "core {}; one core of a chip takes part in all of them, in order",
+                                       what, k, chip, v[0].first, first));
     }
 }
 

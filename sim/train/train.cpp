@@ -6,7 +6,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "sim/collective/engines.h"
 #include "sim/common/error.h"
+#include "sim/noc/packet_net.h"
 
 namespace tessera::sim {
 
@@ -49,9 +51,168 @@ Bytes round_up(Bytes x, Bytes m) { return (x + m - 1) / m * m; }
 Bytes padded_gradient(Bytes bytes, Bytes chunk, Bytes g) {
   if (bytes == 0) return 0;
   const Bytes small = round_up(bytes, g);
-  return small <= chunk ? small : round_up(bytes, std::lcm(chunk, g));
+  return chunk == 0 || small <= chunk ? small : round_up(bytes, std::lcm(chunk, g));  // chunk 0: one chunk
 }
 
+
+// One NPU's two iterations as steps, the same on every NPU (data parallel): compute, issue a
+// collective, wait for one. Collectives are numbered in the order they are issued (ACE admits
+// chunks in that order).
+struct TrainStep {
+  enum Kind : std::uint8_t { Compute, Issue, Wait, EndOfIteration1 } kind;
+  Cycles cycles = 0;
+  std::uint32_t collective = 0;
+  std::int32_t layer = -1;
+  enum Mark : std::uint8_t { None, BackwardStart, BackwardEnd, ForwardStart, ForwardEnd } mark = None;
+};
+struct TrainProgram {
+  std::vector<TrainStep> steps;
+  std::vector<CollectiveSpec> collectives;
+  std::vector<std::int32_t> allreduce_layer;  // per collective: the layer whose gradient it is, or -1
+};
+
+TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, const TrainResult& r,
+                              const std::vector<Cycles>& fwd, const std::vector<Cycles>& wg,
+                              const std::vector<Cycles>& ig, std::uint32_t chips) {
+  TrainProgram p;
+  const std::size_t n = table.layers.size();
+  const auto add = [&](CollectiveOp op, Bytes bytes, std::int32_t layer) {
+    CollectiveSpec s;
+    s.op = op;
+    s.algorithm = op == CollectiveOp::AllToAll ? CollectiveAlgorithm::Direct : CollectiveAlgorithm::Hierarchical;
+    s.bytes = bytes;
+    s.chunk_bytes = spec.chunk_bytes;
+    s.chunks_in_flight = spec.chunks_in_flight;
+    p.collectives.push_back(s);
+    p.allreduce_layer.push_back(op == CollectiveOp::AllReduce ? layer : -1);
+    return static_cast<std::uint32_t>(p.collectives.size() - 1);
+  };
+  const auto compute = [&](Cycles c, std::int32_t layer, TrainStep::Mark mark) {
+    p.steps.push_back({TrainStep::Compute, c, 0, layer, mark});
+  };
+  const auto issue_and_wait = [&](std::uint32_t k) {
+    p.steps.push_back({TrainStep::Issue, 0, k});
+    p.steps.push_back({TrainStep::Wait, 0, k});
+  };
+  // an all-to-all after the forward pass of a layer that has one, and of its gradient before the
+  // layer's backward pass (model-parallel embeddings)
+  const auto exchange = [&](std::size_t l) {
+    const Bytes b = table.layers[l].alltoall_bytes;
+    if (b) issue_and_wait(add(CollectiveOp::AllToAll, padded_gradient(b, spec.chunk_bytes, chips), -1));
+  };
+  std::vector<std::uint32_t> ar(n, ~0u);
+  for (std::size_t l = 0; l < n; ++l) {
+    compute(fwd[l], static_cast<std::int32_t>(l), TrainStep::None);
+    exchange(l);
+  }
+  for (std::size_t l = n; l-- > 0;) {
+    const auto L = static_cast<std::int32_t>(l);
+    p.steps.push_back({TrainStep::Compute, 0, 0, L, TrainStep::BackwardStart});
+    exchange(l);
+    compute(wg[l], L, TrainStep::None);
+    if (r.layers[l].gradient_bytes && spec.shares.overlap) {
+      ar[l] = add(CollectiveOp::AllReduce, r.layers[l].gradient_bytes, L);
+      p.steps.push_back({TrainStep::Issue, 0, ar[l]});
+    }
+    compute(ig[l], L, TrainStep::BackwardEnd);
+  }
+  p.steps.push_back({TrainStep::EndOfIteration1});
+  if (!spec.shares.overlap) {  // one communication kernel after the backward pass; compute waits for it
+    for (std::size_t l = n; l-- > 0;)
+      if (r.layers[l].gradient_bytes) {
+        ar[l] = add(CollectiveOp::AllReduce, r.layers[l].gradient_bytes, static_cast<std::int32_t>(l));
+        p.steps.push_back({TrainStep::Issue, 0, ar[l]});
+      }
+    for (std::size_t l = 0; l < n; ++l)
+      if (ar[l] != ~0u) p.steps.push_back({TrainStep::Wait, 0, ar[l]});
+  }
+  for (std::size_t l = 0; l < n; ++l) {
+    if (ar[l] != ~0u) p.steps.push_back({TrainStep::Wait, 0, ar[l]});
+    p.steps.push_back({TrainStep::Compute, 0, 0, static_cast<std::int32_t>(l), TrainStep::ForwardStart});
+    compute(fwd[l], static_cast<std::int32_t>(l), TrainStep::ForwardEnd);
+    exchange(l);
+  }
+  for (std::size_t l = n; l-- > 0;) {
+    exchange(l);
+    compute(wg[l] + ig[l], static_cast<std::int32_t>(l), TrainStep::None);
+  }
+  return p;
+}
+
+// Runs the steps: compute advances the NPU's clock; an issue starts the collective on every
+// chip at that cycle (after the network has run up to it); a wait runs the network until every
+// chip's part is done.
+void run_program(const Config& cfg, const std::string& engine, const TrainProgram& prog, TrainResult& r) {
+  CollectivePlan plan;
+  for (const CollectiveSpec& s : prog.collectives) {
+    CollectiveSpec planned = s;
+    if (engine == "ace") planned.chunks_in_flight = 0;  // ACE admits chunks by its FSMs and SRAM
+    append_collective(cfg, planned, 0, plan);
+  }
+  if (plan.collectives == 0) {  // nothing to communicate: compute only
+    r.iteration_cycles = r.compute_cycles;
+    return;
+  }
+  if (!cfg.system.afi)
+    throw Error(fmt::format("train: config {} has no system.afi (docs/config.md)", cfg.name));
+  PacketNetwork net(cfg);
+  const std::unique_ptr<CollectiveEngine> eng = make_engine(cfg, engine, plan, net, 0);
+  net.set_listener(eng.get());
+  std::vector<std::uint32_t> parts_done(plan.collectives, 0);
+  eng->on_done = [&](std::uint32_t c, std::uint32_t, Cycles) { ++parts_done[c]; };
+  Cycles processed = 0;
+  bool any = false;
+  const auto step = [&]() {
+    const Cycles x = std::min(net.next_event(), eng->next_event());
+    if (x == kNever) return false;
+    eng->process(x);
+    net.advance(x);
+    processed = x;
+    any = true;
+    return true;
+  };
+  const std::uint32_t chips = cfg.system.chips;
+  std::vector<Cycles> issued_at(plan.collectives, 0);
+  Cycles t = 0, end1 = 0, first_issue = kNever;
+  for (const TrainStep& s : prog.steps) {
+    switch (s.kind) {
+      case TrainStep::Compute: t += s.cycles; break;
+      case TrainStep::EndOfIteration1: end1 = t; break;
+      case TrainStep::Issue: {
+        while (std::min(net.next_event(), eng->next_event()) < t) step();
+        const Cycles at = any && processed >= t ? processed + 1 : t;  // never behind the network
+        issued_at[s.collective] = at;
+        first_issue = std::min(first_issue, at);
+        for (std::uint32_t chip = 0; chip < chips; ++chip) eng->issue(s.collective, chip, at);
+        break;
+      }
+      case TrainStep::Wait:
+        while (parts_done[s.collective] < chips)
+          if (!step()) eng->check_finished();  // throws: what never finished
+        t = std::max(t, eng->done()[s.collective]);
+        break;
+    }
+    if (s.layer < 0) continue;
+    LayerTiming& lt = r.layers[static_cast<std::size_t>(s.layer)];
+    if (s.mark == TrainStep::BackwardStart) lt.backward_start = t;
+    if (s.mark == TrainStep::BackwardEnd) lt.backward_end = t;
+    if (s.mark == TrainStep::ForwardStart) lt.forward_start = t;
+    if (s.mark == TrainStep::ForwardEnd) lt.forward_end = t;
+  }
+  while (step()) {
+  }
+  eng->check_finished();
+  eng->report(r.comm);
+  r.comm.cycles = eng->last();
+  for (std::uint32_t k = 0; k < plan.collectives; ++k)
+    if (prog.allreduce_layer[k] >= 0) {
+      LayerTiming& lt = r.layers[static_cast<std::size_t>(prog.allreduce_layer[k])];
+      lt.allreduce_issued = issued_at[k];
+      lt.allreduce_done = eng->done()[k];
+    }
+  r.comm_cycles = r.comm.cycles - first_issue;
+  r.iteration_cycles = t - end1;
+}
 }  // namespace
 
 LayerTable parse_layer_table(const Json& json, const std::string& what) {
@@ -75,6 +236,7 @@ LayerTable parse_layer_table(const Json& json, const std::string& what) {
     layer.forward = parse_work(l.object("forward"));
     layer.input_grad = parse_work(l.object("input_grad"));
     layer.weight_grad = parse_work(l.object("weight_grad"));
+    layer.alltoall_bytes = l.u64("alltoall_bytes", 0);
     l.reject_unknown_keys();
     t.layers.push_back(std::move(layer));
   }
@@ -131,38 +293,13 @@ TrainResult run_training(const Config& cfg, const LayerTable& table, const Train
     bwd_ig[l] = roofline(L.input_grad, flops, membw);
     r.compute_cycles += fwd[l] + bwd_wg[l] + bwd_ig[l];
   }
-  // iteration 1: forward, then backward from the last layer: its weight gradient (the
-  // all-reduce goes out), then its input gradient
-  Cycles t = 0;
-  for (std::size_t l = 0; l < n; ++l) t += fwd[l];
   const Bytes g = granule(cfg.system);
-  std::vector<std::pair<CollectiveSpec, Cycles>> issued;
-  std::vector<std::size_t> layer_of;
-  for (std::size_t l = n; l-- > 0;) {
-    LayerTiming& lt = r.layers[l];
-    lt.backward_start = t;
-    t += bwd_wg[l];
-    lt.allreduce_issued = t;
-    t += bwd_ig[l];
-    lt.backward_end = t;
-    lt.gradient_bytes =
+  for (std::size_t l = 0; l < n; ++l) {
+    r.layers[l].gradient_bytes =
         padded_gradient(table.layers[l].parameters * table.bytes_per_parameter, spec.chunk_bytes, g);
-    r.gradient_bytes += lt.gradient_bytes;
+    r.gradient_bytes += r.layers[l].gradient_bytes;
   }
-  const Cycles end1 = t;
-  for (std::size_t l = n; l-- > 0;) {
-    LayerTiming& lt = r.layers[l];
-    if (lt.gradient_bytes == 0) continue;
-    if (!sh.overlap) lt.allreduce_issued = end1;
-    CollectiveSpec s;
-    s.op = CollectiveOp::AllReduce;
-    s.algorithm = CollectiveAlgorithm::Hierarchical;
-    s.bytes = lt.gradient_bytes;
-    s.chunk_bytes = spec.chunk_bytes;
-    s.chunks_in_flight = spec.chunks_in_flight;
-    issued.emplace_back(s, lt.allreduce_issued);
-    layer_of.push_back(l);
-  }
+  const TrainProgram prog = training_program(table, spec, r, fwd, bwd_wg, bwd_ig, cfg.system.chips);
   // the collectives on the engine, with what the configuration gives them
   Config comm_cfg = cfg;
   if (sh.engine != "ideal") {
@@ -171,23 +308,7 @@ TrainResult run_training(const Config& cfg, const LayerTable& table, const Train
     if (sh.engine == "cores") e.cores = sh.comm_sms;
     comm_cfg.system.endpoint = e;
   }
-  Cycles gate = end1;
-  if (!issued.empty()) {
-    CollectiveBatchResult b = run_collectives(comm_cfg, sh.engine, issued);
-    for (std::size_t i = 0; i < layer_of.size(); ++i) r.layers[layer_of[i]].allreduce_done = b.done[i];
-    r.comm = std::move(b.totals);
-    r.comm_cycles = r.comm.cycles - issued.front().second;
-    if (!sh.overlap) gate = r.comm.cycles;  // compute waits for the one communication kernel
-  }
-  // iteration 2: each layer's forward pass waits for its gradient's all-reduce
-  t = end1;
-  for (std::size_t l = 0; l < n; ++l) {
-    LayerTiming& lt = r.layers[l];
-    lt.forward_start = std::max({t, lt.allreduce_done, gate});
-    lt.forward_end = t = lt.forward_start + fwd[l];
-  }
-  for (std::size_t l = 0; l < n; ++l) t += bwd_wg[l] + bwd_ig[l];
-  r.iteration_cycles = t - end1;
+  run_program(comm_cfg, sh.engine, prog, r);
   r.exposed_cycles = r.iteration_cycles - r.compute_cycles;
   return r;
 }

@@ -27,6 +27,9 @@ struct TrainLayer {
   std::string name;
   std::uint64_t parameters = 0;
   LayerWork forward, input_grad, weight_grad;
+  // Model-parallel layers (embeddings): per NPU, the bytes of an all-to-all after the forward
+  // pass (the next layer waits for it) and of its gradient before the backward pass.
+  Bytes alltoall_bytes = 0;
 };
 
 struct LayerTable {

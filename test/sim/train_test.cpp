@@ -105,3 +105,28 @@ TEST_CASE("layer tables: bad fields are named", "[train][bad-input]") {
   sim::TrainSpec s;
   CHECK_THROWS_WITH(sim::run_training(c, sim::parse_layer_table(table(), "t"), s), Contains("has no system.npu"));
 }
+
+TEST_CASE("training: a model-parallel layer's all-to-alls block the forward and backward passes", "[train]") {
+  // Layer 1 of the table gets an all-to-all of 8 KiB and no parameters anywhere: no
+  // all-reduce, so each iteration waits for exactly two all-to-alls on an idle network.
+  Json t = table();
+  t["layers"][0]["alltoall_bytes"] = 8192;
+  t["layers"][0]["parameters"] = 0;
+  t["layers"][1]["parameters"] = 0;
+  const sim::Config c = test::config(two_npus());
+  sim::TrainSpec s;
+  s.mode = sim::TrainMode::Ideal;
+  s.shares = sim::default_shares(s.mode, *c.system.npu, c.clock_ghz);
+  s.chunk_bytes = 0;
+  const auto r = sim::run_training(c, sim::parse_layer_table(t, "table"), s);
+  sim::CollectiveSpec a2a;
+  a2a.op = sim::CollectiveOp::AllToAll;
+  a2a.algorithm = sim::CollectiveAlgorithm::Direct;
+  a2a.bytes = 8192;
+  a2a.chunk_bytes = 0;
+  const Cycles alone = sim::run_collective(c, a2a).cycles;
+  CHECK(alone > 0u);
+  CHECK(r.compute_cycles == 750u);
+  CHECK(r.iteration_cycles == 750 + 2 * alone);
+  CHECK(r.layers[1].forward_start == r.layers[0].forward_end + alone);
+}
