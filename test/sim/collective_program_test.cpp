@@ -104,3 +104,14 @@ TEST_CASE("collective items: every chip once, on one core, not in a repeat; a co
   CHECK_THROWS_WITH(sim::parse_program(program(false, 0), "p.json", test::config(no_afi)),
                     Contains("no system.afi"));
 }
+
+TEST_CASE("collective items follow the order of the collectives on their core", "[collective][program][bad-input]") {
+  const sim::Config cfg = test::config(four_chips());
+  Json p = program(false, 0);
+  p["collectives"].push_back(kAllReduce);
+  const Json second = {{"op", "collective"}, {"collective", 1}};
+  for (auto& c : p["cores"]) c["items"].insert(c["items"].begin() + 1, second);
+  CHECK_THROWS_WITH(sim::parse_program(p, "p.json", cfg), Contains("collective 0 after collective 1 on this core"));
+  for (auto& c : p["cores"]) std::swap(c["items"][1], c["items"][2]);  // 0 then 1: fine
+  CHECK_NOTHROW(sim::parse_program(p, "p.json", cfg));
+}
