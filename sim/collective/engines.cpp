@@ -206,12 +206,12 @@ class IdealEngine : public Engine {
   }
 };
 
-// The baseline: collective kernels on cores, through memory (see engines.h).
 // Holds the plan the cores engine runs (relayed through neighbours) ahead of the Engine base.
 struct OwnedPlan {
   CollectivePlan owned;
 };
 
+// The baseline: collective kernels on cores, through memory (see engines.h).
 class CoresEngine : private OwnedPlan, public Engine {
  public:
   CoresEngine(const Config& cfg, CollectivePlan relayed, PacketNetwork& net, std::uint64_t id_base)
