@@ -10,9 +10,11 @@ a results JSON, one CSV per experiment, PNG plots and the Markdown tables the RE
            64 NPUs, baseline (cores) and ACE against Ideal; the memory each needs for 90%
   cores    Fig. 6: the baseline's bandwidth against the cores (SMs) running its kernels
   sram     Fig. 9a: ACE's bandwidth over SRAM size x FSM count
+  train    Sec. VI: `tessera train`, all five configurations, per model (the README's table)
 
   scripts/reproduce_ace.py [--tessera build/cli/tessera] [--out results/ace] [--bytes 64MiB]
-                           [--jobs 2] [--only bytes,memory,cores,sram]
+                           [--jobs 2] [--only bytes,memory,cores,sram,train]
+                           [--train-config ace-torus-128] [--train-models resnet-50,resnet-50-b8,gnmt,dlrm]
 
 Every run is one process; --jobs runs that many at once. Matplotlib (python3-matplotlib) draws
 the plots; without it the tables are still written.
@@ -163,6 +165,46 @@ def sram_experiment(args, out):
     return {"rows": rows, "base_gb_per_s": base, "table": table}
 
 
+def train_one(tessera, config, model):
+    """`tessera train --mode all` of one layer table; returns {mode: results} (or {"error": ...})."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "t.json")
+        cmd = [tessera, "train", "--config", os.path.join(ROOT, "configs", config + ".json"),
+               "--layers", os.path.join(ROOT, "workloads", "train", model + ".json"), "--out", out]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            msg = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            print(f"  train {model}: ERROR: {msg}", file=sys.stderr, flush=True)
+            return {"error": msg}
+        return {r["mode"]: r for r in json.load(open(out))}
+
+
+def train_experiment(args, out):
+    models = [m for m in args.train_models.split(",") if m]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {m: pool.submit(train_one, args.tessera, args.train_config, m) for m in models}
+        res = {m: f.result() for m, f in futures.items()}
+    modes = ["nooverlap", "commopt", "compopt", "ace"]
+    rows, table = [], ["| model (batch per NPU) | Ideal iteration | " + " | ".join(modes) +
+                       " | ACE over the best baseline |", "|---|---|" + "---|" * len(modes) + "---|"]
+    for m in models:
+        r = res[m]
+        if "error" in r:
+            table.append(f"| {m} | error: {r['error']} |")
+            continue
+        ideal = r["ideal"]["iteration_cycles"]
+        share = {k: ideal / r[k]["iteration_cycles"] for k in modes}
+        best = min(r[k]["iteration_cycles"] for k in ("nooverlap", "commopt", "compopt"))
+        speedup = best / r["ace"]["iteration_cycles"]
+        rows.append([m, r["ideal"]["batch_per_npu"], r["ideal"]["compute_cycles"]] + [round(share[k], 4) for k in modes] +
+                    [round(speedup, 3)])
+        table.append(f"| {m} ({r['ideal']['batch_per_npu']}) | {r['ideal']['iteration_us'] / 1e3:.2f} ms | " +
+                     " | ".join(f"{share[k]:.1%}" for k in modes) + f" | {speedup:.2f}x |")
+    write_csv(os.path.join(out, "train.csv"), ["model", "batch_per_npu", "ideal_compute_cycles"] +
+              [f"{k}_share_of_ideal" for k in modes] + ["ace_over_best_baseline"], rows)
+    return {"rows": rows, "table": table}
+
+
 def plot(path, xlabel, ylabel, series, lines):
     try:
         import matplotlib
@@ -193,11 +235,15 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "ace"))
     ap.add_argument("--bytes", default="64MiB", help="all-reduce size per NPU (the paper's Fig. 5: 64 MB)")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--only", default="bytes,memory,cores,sram")
+    ap.add_argument("--only", default="bytes,memory,cores,sram,train")
+    ap.add_argument("--train-config", default="ace-torus-128", help="system for the train experiment (configs/NAME.json)")
+    ap.add_argument("--train-models", default="resnet-50,resnet-50-b8,gnmt,dlrm",
+                    help="layer tables for the train experiment (workloads/train/NAME.json)")
     args = ap.parse_args()
     if not os.access(args.tessera, os.X_OK):
         sys.exit(f"reproduce_ace.py: {args.tessera} is not an executable; build first (scripts/build.sh) or pass --tessera")
-    known = {"bytes": bytes_experiment, "memory": memory_experiment, "cores": cores_experiment, "sram": sram_experiment}
+    known = {"bytes": bytes_experiment, "memory": memory_experiment, "cores": cores_experiment, "sram": sram_experiment,
+             "train": train_experiment}
     wanted = [w for w in args.only.split(",") if w]
     for w in wanted:
         if w not in known:
