@@ -188,7 +188,11 @@ void run_program(const Config& cfg, const std::string& engine, const TrainProgra
       }
       case TrainStep::Wait:
         while (parts_done[s.collective] < chips)
-          if (!step()) eng->check_finished();  // throws: what never finished
+          if (!step()) {  // the network ran dry first: say what never finished
+            eng->check_finished();
+            throw SimulationError(fmt::format("train: collective {} finished on {} of {} NPUs", s.collective,
+                                              parts_done[s.collective], chips));
+          }
         t = std::max(t, eng->done()[s.collective]);
         break;
     }
