@@ -15,10 +15,12 @@
 #include "compiler/oracle/replay.h"
 #include "compiler/schedule/schedule.h"
 #include "compiler/lower/patterns.h"
+#include "sim/collective/collective.h"
 #include "sim/common/clock.h"
 #include "sim/common/error.h"
 #include "sim/simulate.h"
 #include "sim/traffic/traffic.h"
+#include "sim/train/train.h"
 
 namespace tessera::cli {
 
@@ -355,6 +357,48 @@ void bench_cross_chip(const NocBenchOptions& o) {
 void bench_noc(const NocBenchOptions& o) {
   bench_levels(o);
   bench_cross_chip(o);
+}
+
+void bench_collective(const CollectiveBenchOptions& o) {
+  sim::Config big = sim::load_config(o.big_config);
+  sim::CollectiveSpec ring;
+  ring.op = sim::CollectiveOp::AllReduce;
+  ring.algorithm = sim::CollectiveAlgorithm::Ring;
+  ring.bytes = Bytes{256} << 20;
+  ring.chunk_bytes = 0;
+  // message granularity: a packet as large as a message (256 MiB / chips), buffers of two
+  const Bytes message = ring.bytes / big.system.chips;
+  big.system.packet_bytes = message;
+  big.system.buffer_bytes = std::max(big.system.buffer_bytes, 2 * message);
+  if (big.system.afi) big.system.afi->port_buffer_bytes = std::max(big.system.afi->port_buffer_bytes, 2 * message);
+  double t0 = sim::process_cpu_seconds();
+  const sim::CollectiveResult r1 = sim::run_collective(big, ring);
+  fmt::print("ring all-reduce of 256 MiB on {} ({} NPUs), one packet per message of {} bytes: {} messages, {} cycles, "
+             "{:.2f} CPU-s (goal: under 1), peak host memory {:.0f} MiB\n",
+             big.name, big.system.chips, message, r1.messages, r1.cycles, sim::process_cpu_seconds() - t0, peak_rss_mib());
+  const sim::Config torus = sim::load_config(o.torus_config);
+  for (const char* engine : {"ideal", "cores", "ace"}) {
+    sim::CollectiveSpec h;
+    h.op = sim::CollectiveOp::AllReduce;
+    h.algorithm = sim::CollectiveAlgorithm::Hierarchical;
+    h.bytes = Bytes{16} << 20;
+    h.engine = engine;
+    t0 = sim::process_cpu_seconds();
+    const sim::CollectiveResult r = sim::run_collective(torus, h);
+    const double cpu = sim::process_cpu_seconds() - t0;
+    fmt::print("hierarchical all-reduce of 16 MiB on {}, {} engine, packet level: {} cycles, {:.2f} CPU-s, {:.1f} M "
+               "packet-hops per CPU-s, peak host memory {:.0f} MiB\n",
+               torus.name, engine, r.cycles, cpu, double(r.packet_hops) / cpu / 1e6, peak_rss_mib());
+  }
+  const sim::Config tc = sim::load_config(o.train_config);
+  const sim::LayerTable table = sim::load_layer_table(o.train_layers);
+  sim::TrainSpec ts;
+  ts.mode = sim::TrainMode::Ace;
+  ts.shares = sim::default_shares(ts.mode, *tc.system.npu, tc.clock_ghz);
+  t0 = sim::process_cpu_seconds();
+  const sim::TrainResult tr = sim::run_training(tc, table, ts);
+  fmt::print("training iteration of {} on {} ({} NPUs, ace): {} cycles, {:.2f} CPU-s, peak host memory {:.0f} MiB\n",
+             table.name, tc.name, tc.system.chips, tr.iteration_cycles, sim::process_cpu_seconds() - t0, peak_rss_mib());
 }
 
 }  // namespace tessera::cli

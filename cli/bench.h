@@ -34,6 +34,18 @@ struct NocBenchOptions {
 // and 90% of saturation; noxim's low rates) and of the 1472-core cross-chip case at 16-128 KiB.
 void bench_noc(const NocBenchOptions& options);
 
+struct CollectiveBenchOptions {
+  std::string big_config = "configs/ace-torus-1024.json";
+  std::string torus_config = "configs/ace-torus-64.json";
+  std::string train_config = "configs/ace-torus-128.json";
+  std::string train_layers = "workloads/train/resnet-50.json";
+};
+
+// `tessera bench collective`: the 1024-NPU ring all-reduce of 256 MiB at message granularity,
+// the 4x4x4 torus all-reduce of 16 MiB on each engine at packet level, and one training run
+// (ACE) of ResNet-50 on 128 NPUs: CPU seconds, packet-hops per CPU-second, peak memory.
+void bench_collective(const CollectiveBenchOptions& options);
+
 struct CostBenchOptions {
   std::string config = "configs/ipu-mk2.json";
   std::string workload = "resnet-18";

@@ -225,6 +225,15 @@ int main(int argc, char** argv) {
   bench_noc->add_option("--chips-config", nbopt.chips_config, "two-chip system for the cross-chip case")->capture_default_str();
   bench_noc->add_option("--measure", nbopt.measure_cycles, "measured cycles per traffic run")->capture_default_str();
 
+  tessera::cli::CollectiveBenchOptions cbo;
+  auto* bench_coll = bench->add_subcommand("collective", "collective and training speed: the 1024-NPU ring all-reduce "
+                                                         "at message granularity, the torus all-reduce on each engine, "
+                                                         "a 128-NPU ResNet-50 training run");
+  bench_coll->add_option("--big-config", cbo.big_config, "system for the 256 MiB ring all-reduce")->capture_default_str();
+  bench_coll->add_option("--torus-config", cbo.torus_config, "system for the 16 MiB torus all-reduce")->capture_default_str();
+  bench_coll->add_option("--train-config", cbo.train_config, "system for the training run")->capture_default_str();
+  bench_coll->add_option("--train-layers", cbo.train_layers, "layer table for the training run")->capture_default_str();
+
   tessera::cli::CostBenchOptions cobopt;
   auto* bench_cost = bench->add_subcommand("cost", "the cost model's pricing speed against the oracle and the simulator, "
                                                    "on the same sampled plans; prints `pricing speedup: X`");
@@ -272,6 +281,10 @@ int main(int argc, char** argv) {
     }
     if (bench_cost->parsed()) {
       tessera::cli::bench_cost(cobopt);
+      return 0;
+    }
+    if (bench_coll->parsed()) {
+      tessera::cli::bench_collective(cbo);
       return 0;
     }
     if (bench_noc->parsed()) {

@@ -40,7 +40,7 @@ class ChunkBuilder {
     for (std::uint32_t k = 0; k < steps; ++k) {
       for (std::size_t j = 0; j < n; ++j)
         sent[j] = add(ring[j], ring[(j + 1) % n], message_bytes, last_[ring[j]], k < reduce_steps);
-      for (std::size_t j = 0; j < n; ++j) last_[ring[(j + 1) % n]] = {sent[j]};
+      for (std::size_t j = 0; j < n; ++j) last_[ring[(j + 1) % n]].assign(1, sent[j]);  // reuses the vector: no allocation per step
     }
   }
   // Half the data each way round a bidirectional ring: two counter-rotating rings whose steps
@@ -69,7 +69,7 @@ class ChunkBuilder {
     std::vector<std::uint32_t> sent(n);
     const auto step = [&](std::size_t d, Bytes bytes, bool reduce) {
       for (std::size_t j = 0; j < n; ++j) sent[j] = add(group[j], group[j ^ d], bytes, last_[group[j]], reduce);
-      for (std::size_t j = 0; j < n; ++j) last_[group[j ^ d]] = {sent[j]};
+      for (std::size_t j = 0; j < n; ++j) last_[group[j ^ d]].assign(1, sent[j]);
     };
     Bytes held = buffer;
     if (scatter)
