@@ -717,13 +717,16 @@ void read_collectives(const JsonReader& r, const Config& cfg, Program& prog) {
   for (std::size_t i = 0; i < arr.size(); ++i) {
     JsonReader c(arr[i], r.what(), fmt::format("collectives[{}]", i), 'p');
     CollectiveSpec s;
+    const std::string op = c.string("op"), algorithm = c.string("algorithm", "ring");
     try {
-      s.op = parse_collective_op(c.string("op"));
-      s.algorithm = parse_collective_algorithm(c.string("algorithm", "ring"));
-    } catch (const ProgramError&) {
-      throw;
+      s.op = parse_collective_op(op);
     } catch (const Error& e) {
       c.fail("op", e.what());
+    }
+    try {
+      s.algorithm = parse_collective_algorithm(algorithm);
+    } catch (const Error& e) {
+      c.fail("algorithm", e.what());
     }
     s.bytes = c.u64("bytes");
     if (s.bytes == 0) c.fail("bytes", "expected at least 1 byte");
