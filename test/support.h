@@ -35,6 +35,20 @@ inline Json exchange_config(std::uint32_t cores = 8) {
   return c;
 }
 
+// Chips of exchange_config(2) joined by `dimensions`, with what collective engines need: an AFI
+// (64 B/cycle bus, 4 KiB port buffers), 256-byte packets and 4 KiB link buffers, an endpoint
+// (memory 32 B/cycle each way, one core of 16 B/cycle) and an ACE of 1 MiB with 4 FSMs.
+inline Json collective_system(Json dimensions) {
+  Json c = exchange_config(2);
+  c["system"] = {{"dimensions", std::move(dimensions)},
+                 {"packet_bytes", 256},
+                 {"buffer_bytes", 4096},
+                 {"afi", {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}}},
+                 {"endpoint", {{"memory_bytes_per_cycle", 32}, {"cores", 1}, {"core_bytes_per_cycle", 16}}},
+                 {"ace", {{"sram_bytes", 1 << 20}, {"fsms", 4}}}};
+  return c;
+}
+
 // A 1-row (or rows x cols) mesh: 32 B/cycle links and ports, 256-byte packets (8 cycles per
 // hop), link latency 1, router latency 2, `buffer_bytes` per router input.
 inline Json mesh_config(std::uint32_t rows, std::uint32_t cols, std::uint64_t buffer_bytes = 1024,

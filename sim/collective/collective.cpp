@@ -299,7 +299,6 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
     // the collective with the most phases (then the largest chunk) sizes an engine's SRAM
     if (i == 0) {
       plan.collective_phases.push_back(phases);
-      if (!plan.phases.empty() && phases.size() != plan.phases.size()) plan.mixed_phases = true;
       if (plan.phases.empty() || phases.size() > plan.phases.size() ||
           (phases.size() == plan.phases.size() && chunk > plan.chunk_bytes)) {
         plan.phases = std::move(phases);
@@ -341,42 +340,48 @@ void link_use(PacketNetwork& net, Cycles cycles, CollectiveResult& r) {
     if (s->name.rfind("link.", 0) == 0 || s->name.rfind("switch", 0) == 0)
       r.link_utilization.emplace_back(s->name, cycles ? double(s->busy_cycles) / double(cycles) : 0.0);
 }
+
+
+// Runs `plan` alone on a fresh network: the cycle each collective is done; r gets the totals.
+std::vector<Cycles> run_plan(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
+                             CollectiveResult& r) {
+  require_afi(cfg);
+  PacketNetwork net(cfg);
+  std::vector<Cycles> done = run_engine(cfg, engine, plan, net, r);
+  r.messages = plan.messages.size();
+  link_use(net, r.cycles, r);
+  return done;
+}
 }  // namespace
 
-CollectiveBatchResult run_collectives(const Config& cfg, const std::string& engine,
-                                      const std::vector<std::pair<CollectiveSpec, Cycles>>& issued) {
+CollectivePlan plan_collectives(const Config& cfg, const std::string& engine,
+                                const std::vector<std::pair<CollectiveSpec, Cycles>>& issued) {
   CollectivePlan plan;
   for (const auto& [spec, at] : issued) {
     CollectiveSpec planned = spec;
-    if (engine == "ace") planned.chunks_in_flight = 0;  // ACE admits chunks by its FSMs and SRAM
+    if (engine == "ace") planned.chunks_in_flight = 0;
     append_collective(cfg, planned, at, plan);
   }
-  require_afi(cfg);
-  PacketNetwork net(cfg);
+  return plan;
+}
+
+CollectiveBatchResult run_collectives(const Config& cfg, const std::string& engine,
+                                      const std::vector<std::pair<CollectiveSpec, Cycles>>& issued) {
   CollectiveBatchResult out;
-  out.done = run_engine(cfg, engine, plan, net, out.totals);
-  out.totals.messages = plan.messages.size();
-  link_use(net, out.totals.cycles, out.totals);
+  out.done = run_plan(cfg, engine, plan_collectives(cfg, engine, issued), out.totals);
   return out;
 }
 
 CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec) {
-  // ACE admits chunks by its FSMs and SRAM, not by a window
-  CollectiveSpec planned = spec;
-  if (spec.engine == "ace") planned.chunks_in_flight = 0;
-  const CollectivePlan plan = plan_collective(cfg, planned);
-  require_afi(cfg);
-  PacketNetwork net(cfg);
+  const CollectivePlan plan = plan_collectives(cfg, spec.engine, {{spec, 0}});
   CollectiveResult r;
-  run_engine(cfg, spec.engine, plan, net, r);
-  r.messages = plan.messages.size();
+  run_plan(cfg, spec.engine, plan, r);
   r.sent_bytes.assign(cfg.system.chips, 0);
   for (const auto& m : plan.messages) r.sent_bytes[m.src] += m.bytes;
   const double seconds = double(r.cycles) / (cfg.clock_ghz * 1e9);
   r.algorithm_gb_per_s = double(spec.bytes) / seconds / 1e9;
   r.bus_gb_per_s = r.algorithm_gb_per_s * traffic_factor(spec.op, cfg.system.chips);
   r.injected_gb_per_s = double(*std::max_element(r.sent_bytes.begin(), r.sent_bytes.end())) / seconds / 1e9;
-  link_use(net, r.cycles, r);
   return r;
 }
 

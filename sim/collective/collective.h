@@ -71,7 +71,6 @@ struct CollectivePlan {
   std::vector<CollectivePhase> phases;      // for a chunk of chunk_bytes
   std::uint32_t chunks = 0, collectives = 0;
   Bytes chunk_bytes = 0;                    // the largest chunk
-  bool mixed_phases = false;                // collectives with different numbers of phases
   std::vector<std::vector<CollectivePhase>> collective_phases;  // per collective, for its own chunk
   std::vector<Bytes> chunk_sizes;           // per chunk
   std::vector<Cycles> collective_release;   // per collective: the cycle it is issued (run alone)
@@ -83,6 +82,10 @@ struct CollectivePlan {
 CollectivePlan plan_collective(const Config& cfg, const CollectiveSpec& spec);
 // Adds `spec`'s messages to `plan` as a collective issued at cycle `release`.
 void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles release, CollectivePlan& plan);
+// The plan of several collectives as `engine` runs them, each issued at its cycle: for ace
+// without the chunk window (its FSMs and SRAM partitions admit the chunks).
+CollectivePlan plan_collectives(const Config& cfg, const std::string& engine,
+                                const std::vector<std::pair<CollectiveSpec, Cycles>>& issued);
 
 struct CollectiveResult {
   Cycles cycles = 0;                     // last message in, from 0

@@ -284,12 +284,6 @@ class AceEngine : public Engine {
     const AceConfig& ace = *cfg.system.ace;
     const EndpointConfig& e = *cfg.system.endpoint;
     size_partitions(ace);
-    for (std::uint32_t c = 0; c < plan.collectives; ++c)  // every collective's chunks must fit, too
-      for (std::size_t k = 0; k < plan.collective_phases[c].size(); ++k)
-        if (std::int64_t(plan.collective_phases[c][k].footprint_bytes) > partition_[k])
-          throw Error(fmt::format("system.ace.sram_bytes: collective {}'s chunks need {} bytes in phase {}, whose "
-                                  "partition has {}; use a larger SRAM or smaller chunks", c,
-                                  plan.collective_phases[c][k].footprint_bytes, k, partition_[k]));
     share_fsms(ace);
     for (std::uint32_t c = 0; c < chips_; ++c) {
       read_.emplace_back(e.memory_bytes_per_cycle);
@@ -331,23 +325,25 @@ class AceEngine : public Engine {
   static constexpr std::uint8_t kIdle = 0xff;
 
   // Partition k in proportion to the phase's bandwidth times its initial chunk; the terminal
-  // one as large as the last phase's (the ACE paper's rule).
+  // one as large as the last phase's (the ACE paper's rule). Every chunk must fit where it goes.
   void size_partitions(const AceConfig& ace) {
     std::vector<double> weight;
     for (const auto& ph : plan_.phases) weight.push_back(ph.bytes_per_cycle * double(ph.initial_bytes));
     weight.push_back(weight.back());
     double sum = 0;
     for (double w : weight) sum += w;
-    for (std::uint32_t k = 0; k <= phases_; ++k) {
-      partition_.push_back(static_cast<std::int64_t>(double(ace.sram_bytes) * weight[k] / sum));
-      const Bytes need = k < phases_ ? plan_.phases[k].footprint_bytes : plan_.chunk_bytes;
-      footprint_.push_back(static_cast<std::int64_t>(need));
-      if (partition_[k] < footprint_[k])
-        throw Error(fmt::format(
-            "system.ace.sram_bytes: {} bytes split into {} partitions gives {} {} bytes, less than one chunk's {} "
-            "bytes there; use a larger SRAM or smaller chunks (--chunk-bytes)",
-            ace.sram_bytes, phases_ + 1, k < phases_ ? fmt::format("phase {}", k) : std::string("the terminal partition"),
-            partition_[k], need));
+    for (double w : weight) partition_.push_back(static_cast<std::int64_t>(double(ace.sram_bytes) * w / sum));
+    const auto fit = [&](std::uint32_t k, std::uint32_t c) {
+      if (fp(k, c) <= partition_[k]) return;
+      throw Error(fmt::format(
+          "system.ace.sram_bytes: {} bytes split into {} partitions gives {} {} bytes, less than one chunk's {} "
+          "bytes there; use a larger SRAM or smaller chunks (--chunk-bytes)",
+          ace.sram_bytes, phases_ + 1, k < phases_ ? fmt::format("phase {}", k) : std::string("the terminal partition"),
+          partition_[k], fp(k, c)));
+    };
+    for (std::uint32_t c = 0; c < plan_.chunks; ++c) {
+      for (std::uint32_t k = 0; k < phases_of(c); ++k) fit(k, c);
+      fit(phases_, c);
     }
   }
   // FSMs shared out among the phases in proportion to the chunks each phase needs in flight to
@@ -376,15 +372,14 @@ class AceEngine : public Engine {
       left -= whole;
       share[k] -= whole;
     }
-    while (left > 0) {  // the largest remainder first, the earlier phase on a tie
+    // the largest remainders first, the earlier phase on a tie (fewer are left than phases:
+    // each whole share lost less than one)
+    for (; left > 0; --left) {
       std::uint32_t best = 0;
       for (std::uint32_t k = 1; k < phases_; ++k)
         if (share[k] > share[best]) best = k;
       ++fsm_count_[best];
       share[best] = -1;
-      --left;
-      if (std::all_of(share.begin(), share.end(), [](double x) { return x < 0; }))
-        for (std::uint32_t k = 0; k < phases_; ++k) share[k] = need[k];
     }
     std::uint32_t first = 0;
     for (std::uint32_t k = 0; k < phases_; ++k) {
@@ -536,7 +531,7 @@ class AceEngine : public Engine {
   }
 
   std::uint32_t phases_, fsms_ = 0;
-  std::vector<std::int64_t> partition_, footprint_;  // per phase, then the terminal partition
+  std::vector<std::int64_t> partition_;  // per phase, then the terminal partition
   std::vector<std::uint32_t> fsm_first_, fsm_count_;
   std::vector<RateServer> read_, write_, alus_;
   std::vector<std::int64_t> free_;          // per chip and partition
@@ -564,16 +559,9 @@ void require_parts(const Config& cfg, const std::string& engine) {
 }  // namespace
 
 CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTopology& topo) {
-  CollectivePlan out;
-  out.phases = plan.phases;
-  out.chunks = plan.chunks;
-  out.chunk_bytes = plan.chunk_bytes;
-  out.collectives = plan.collectives;
-  out.mixed_phases = plan.mixed_phases;
-  out.collective_phases = plan.collective_phases;
-  out.chunk_sizes = plan.chunk_sizes;
-  out.collective_release = plan.collective_release;
-  out.chunk_collective = plan.chunk_collective;
+  CollectivePlan out = plan;  // the same chunks and phases; the messages and waits are redone
+  out.messages.clear();
+  out.waits.clear();
   std::vector<std::uint32_t> last_hop(plan.messages.size());
   for (std::uint32_t i = 0; i < plan.messages.size(); ++i) {
     const CollectiveMessage& m = plan.messages[i];

@@ -199,6 +199,42 @@ Dimension parse_dimension(const JsonReader& r) {
   return d;
 }
 
+// A count field: an integer in [1, hi], `def` when absent.
+std::uint32_t count(const JsonReader& r, const std::string& key, std::uint32_t def, std::uint32_t hi) {
+  const std::uint64_t v = r.u64(key, def);
+  require(v >= 1 && v <= hi, r, key, fmt::format("expected 1..{}", hi));
+  return static_cast<std::uint32_t>(v);
+}
+
+EndpointConfig parse_endpoint(const JsonReader& e) {
+  EndpointConfig ep;
+  ep.memory_bytes_per_cycle = e.positive("memory_bytes_per_cycle");
+  ep.cores = count(e, "cores", ep.cores, 4096);
+  ep.core_bytes_per_cycle = e.positive("core_bytes_per_cycle", ep.core_bytes_per_cycle);
+  e.reject_unknown_keys();
+  return ep;
+}
+
+AceConfig parse_ace(const JsonReader& a) {
+  AceConfig ace;
+  ace.sram_bytes = a.u64("sram_bytes", ace.sram_bytes);
+  require(ace.sram_bytes >= 1024 && ace.sram_bytes <= (Bytes{1} << 40), a, "sram_bytes", "expected 1 KiB .. 1 TiB");
+  ace.fsms = count(a, "fsms", ace.fsms, 1024);
+  ace.alus = count(a, "alus", ace.alus, 1024);
+  ace.alu_bytes_per_cycle = a.positive("alu_bytes_per_cycle", ace.alu_bytes_per_cycle);
+  a.reject_unknown_keys();
+  return ace;
+}
+
+NpuConfig parse_npu(const JsonReader& n) {
+  NpuConfig npu;
+  npu.sms = count(n, "sms", npu.sms, 4096);
+  npu.fp16_flops_per_cycle = n.positive("fp16_flops_per_cycle");
+  npu.memory_bytes_per_cycle = n.positive("memory_bytes_per_cycle");
+  n.reject_unknown_keys();
+  return npu;
+}
+
 SystemConfig parse_system(const JsonReader& r) {
   SystemConfig s;
   for (const char* old : {"topology", "link_bytes_per_cycle", "link_latency_cycles"})
@@ -238,42 +274,9 @@ SystemConfig parse_system(const JsonReader& r) {
     a.reject_unknown_keys();
     s.afi = afi;
   }
-  if (r.has("endpoint")) {
-    JsonReader e = r.object("endpoint");
-    EndpointConfig ep;
-    ep.memory_bytes_per_cycle = e.positive("memory_bytes_per_cycle");
-    const std::uint64_t cores = e.u64("cores", ep.cores);
-    require(cores >= 1 && cores <= 4096, e, "cores", "expected 1..4096 cores for collective kernels");
-    ep.cores = static_cast<std::uint32_t>(cores);
-    ep.core_bytes_per_cycle = e.positive("core_bytes_per_cycle", ep.core_bytes_per_cycle);
-    e.reject_unknown_keys();
-    s.endpoint = ep;
-  }
-  if (r.has("ace")) {
-    JsonReader a = r.object("ace");
-    AceConfig ace;
-    ace.sram_bytes = a.u64("sram_bytes", ace.sram_bytes);
-    require(ace.sram_bytes >= 1024 && ace.sram_bytes <= (Bytes{1} << 40), a, "sram_bytes", "expected 1 KiB .. 1 TiB");
-    const std::uint64_t fsms = a.u64("fsms", ace.fsms), alus = a.u64("alus", ace.alus);
-    require(fsms >= 1 && fsms <= 1024, a, "fsms", "expected 1..1024");
-    require(alus >= 1 && alus <= 1024, a, "alus", "expected 1..1024");
-    ace.fsms = static_cast<std::uint32_t>(fsms);
-    ace.alus = static_cast<std::uint32_t>(alus);
-    ace.alu_bytes_per_cycle = a.positive("alu_bytes_per_cycle", ace.alu_bytes_per_cycle);
-    a.reject_unknown_keys();
-    s.ace = ace;
-  }
-  if (r.has("npu")) {
-    JsonReader n = r.object("npu");
-    NpuConfig npu;
-    const std::uint64_t sms = n.u64("sms", npu.sms);
-    require(sms >= 1 && sms <= 4096, n, "sms", "expected 1..4096");
-    npu.sms = static_cast<std::uint32_t>(sms);
-    npu.fp16_flops_per_cycle = n.positive("fp16_flops_per_cycle");
-    npu.memory_bytes_per_cycle = n.positive("memory_bytes_per_cycle");
-    n.reject_unknown_keys();
-    s.npu = npu;
-  }
+  if (r.has("endpoint")) s.endpoint = parse_endpoint(r.object("endpoint"));
+  if (r.has("ace")) s.ace = parse_ace(r.object("ace"));
+  if (r.has("npu")) s.npu = parse_npu(r.object("npu"));
   if (r.has("model") && r.string("model") != "packet")
     r.fail("model", fmt::format("unknown model \"{}\" for the links between chips (expected "
                                 "\"packet\"; the flit level is built for a single mesh chip)",

@@ -53,12 +53,9 @@ void Network::attach_collectives(const Config& cfg, const std::vector<Collective
     throw Error(fmt::format("collective items: config {} has no system.afi (docs/config.md)", cfg.name));
   chips_ = cfg.system.chips;
   cores_per_chip_ = cfg.chip.cores;
-  collective_plan_ = std::make_unique<CollectivePlan>();
-  for (const CollectiveSpec& s : specs) {
-    CollectiveSpec planned = s;
-    if (engine == "ace") planned.chunks_in_flight = 0;  // ACE admits chunks by its FSMs and SRAM
-    append_collective(cfg, planned, 0, *collective_plan_);
-  }
+  std::vector<std::pair<CollectiveSpec, Cycles>> issued;  // each when its chips reach it
+  for (const CollectiveSpec& s : specs) issued.emplace_back(s, 0);
+  collective_plan_ = std::make_unique<CollectivePlan>(plan_collectives(cfg, engine, issued));
   engine_ = make_engine(cfg, engine, *collective_plan_, *packets, kEngineIds);
   collective_waiting_.assign(std::size_t{chips_} * specs.size(), nullptr);
   engine_->on_done = [this](std::uint32_t c, std::uint32_t chip, Cycles when) {

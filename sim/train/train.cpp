@@ -143,12 +143,9 @@ TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, co
 // chip at that cycle (after the network has run up to it); a wait runs the network until every
 // chip's part is done.
 void run_program(const Config& cfg, const std::string& engine, const TrainProgram& prog, TrainResult& r) {
-  CollectivePlan plan;
-  for (const CollectiveSpec& s : prog.collectives) {
-    CollectiveSpec planned = s;
-    if (engine == "ace") planned.chunks_in_flight = 0;  // ACE admits chunks by its FSMs and SRAM
-    append_collective(cfg, planned, 0, plan);
-  }
+  std::vector<std::pair<CollectiveSpec, Cycles>> issued;  // each when the NPU's steps reach it
+  for (const CollectiveSpec& s : prog.collectives) issued.emplace_back(s, 0);
+  const CollectivePlan plan = plan_collectives(cfg, engine, issued);
   if (plan.collectives == 0) {  // nothing to communicate: compute only
     r.iteration_cycles = r.compute_cycles;
     return;

@@ -11,16 +11,11 @@ using namespace tessera;
 using Catch::Matchers::Contains;
 
 namespace {
-// Chips joined by `dims`, with an AFI, an endpoint (memory 32 B/cycle each way, one core of
-// 16 B/cycle) and an ACE (one ALU of 16 B/cycle).
+// test::collective_system with one ALU of 16 B/cycle in the ACE.
 Json engines_system(Json dims) {
-  Json c = test::exchange_config(2);
-  c["system"] = {{"dimensions", std::move(dims)},
-                 {"packet_bytes", 256},
-                 {"buffer_bytes", 4096},
-                 {"afi", {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}}},
-                 {"endpoint", {{"memory_bytes_per_cycle", 32}, {"cores", 1}, {"core_bytes_per_cycle", 16}}},
-                 {"ace", {{"sram_bytes", 1 << 20}, {"fsms", 4}, {"alus", 1}, {"alu_bytes_per_cycle", 16}}}};
+  Json c = test::collective_system(std::move(dims));
+  c["system"]["ace"]["alus"] = 1;
+  c["system"]["ace"]["alu_bytes_per_cycle"] = 16;
   return c;
 }
 Json ring(const char* kind, std::uint32_t size) {

@@ -15,15 +15,8 @@ namespace {
 // Four chips of two cores (test/support.h's exchange chip) on a bidirectional ring of 16 B/cycle
 // links, latency 100, with an AFI, an endpoint and an ACE.
 Json four_chips() {
-  Json c = test::exchange_config(2);
-  c["system"] = {{"dimensions", Json::array({{{"kind", "ring"}, {"size", 4}, {"link_bytes_per_cycle", 16},
-                                               {"link_latency_cycles", 100}}})},
-                 {"packet_bytes", 256},
-                 {"buffer_bytes", 4096},
-                 {"afi", {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}}},
-                 {"endpoint", {{"memory_bytes_per_cycle", 32}, {"cores", 1}, {"core_bytes_per_cycle", 16}}},
-                 {"ace", {{"sram_bytes", 1 << 20}, {"fsms", 4}}}};
-  return c;
+  return test::collective_system(Json::array(
+      {{{"kind", "ring"}, {"size", 4}, {"link_bytes_per_cycle", 16}, {"link_latency_cycles", 100}}}));
 }
 const Json kAllReduce = {{"op", "allreduce"}, {"algorithm", "ring"}, {"bytes", 16384}, {"chunk_bytes", 0}};
 

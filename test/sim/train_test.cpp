@@ -11,15 +11,9 @@ using Catch::Matchers::Contains;
 namespace {
 // Two NPUs on a ring; the NPU does 1000 FLOPs and 100 bytes per cycle with its 10 SMs.
 Json two_npus() {
-  Json c = test::exchange_config(2);
-  c["system"] = {{"dimensions", Json::array({{{"kind", "ring"}, {"size", 2}, {"link_bytes_per_cycle", 16},
-                                               {"link_latency_cycles", 100}}})},
-                 {"packet_bytes", 256},
-                 {"buffer_bytes", 4096},
-                 {"afi", {{"bus_bytes_per_cycle", 64}, {"port_buffer_bytes", 4096}}},
-                 {"endpoint", {{"memory_bytes_per_cycle", 32}, {"cores", 1}, {"core_bytes_per_cycle", 16}}},
-                 {"ace", {{"sram_bytes", 1 << 20}, {"fsms", 4}}},
-                 {"npu", {{"sms", 10}, {"fp16_flops_per_cycle", 1000}, {"memory_bytes_per_cycle", 100}}}};
+  Json c = test::collective_system(Json::array(
+      {{{"kind", "ring"}, {"size", 2}, {"link_bytes_per_cycle", 16}, {"link_latency_cycles", 100}}}));
+  c["system"]["npu"] = {{"sms", 10}, {"fp16_flops_per_cycle", 1000}, {"memory_bytes_per_cycle", 100}};
   return c;
 }
 // Layer 1: forward 100 cycles, weight gradient 200, input gradient 300 (by FLOPs), 1000
