@@ -15,6 +15,7 @@
 #include "cli/traffic_cmd.h"
 #include "cli/collective_cmd.h"
 #include "cli/train_cmd.h"
+#include "cli/partition_cmd.h"
 #include "cli/sweep_cmd.h"
 #include "compiler/lower/patterns.h"
 #include "sim/common/error.h"
@@ -196,6 +197,12 @@ int main(int argc, char** argv) {
                                             "paper's five configurations: iteration time, exposed communication");
   tessera::cli::add_train_options(train, traina);
 
+  tessera::cli::PartitionArgs parta;
+  auto* part = app.add_subcommand("partition", "place a model's operators on the chips of a system (greedy, random, "
+                                               "annealing around the MCM repair solver) and run it as a pipeline: "
+                                               "per-chip times, interval, latency");
+  tessera::cli::add_partition_options(part, parta);
+
   tessera::cli::SweepArgs sweepa;
   auto* sweep = app.add_subcommand("sweep", "run every point of a sweep spec (config fields, workloads, planners, "
                                             "options) as its own process, locally or on Slurm; results.jsonl and "
@@ -274,6 +281,7 @@ int main(int argc, char** argv) {
     if (traffic->parsed()) return tessera::cli::traffic_cmd(traffica);
     if (collective->parsed()) return tessera::cli::collective_cmd(colla);
     if (train->parsed()) return tessera::cli::train_cmd(traina);
+    if (part->parsed()) return tessera::cli::partition_cmd(parta);
     if (sweep->parsed()) return tessera::cli::sweep_cmd(sweepa);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);

@@ -123,9 +123,9 @@ std::vector<Piece> relayout_pieces(const std::vector<std::int64_t>& shape, const
 
 // A core's scratchpad overflows in the lowered program (the schedule's memory model is an
 // estimate; lowering places every buffer exactly).
-struct FitError : Error {
+struct FitError : schedule::DoesNotFit {
   Bytes short_by;
-  FitError(const std::string& msg, Bytes short_by_bytes) : Error(msg), short_by(short_by_bytes) {}
+  FitError(const std::string& msg, Bytes short_by_bytes) : schedule::DoesNotFit(msg), short_by(short_by_bytes) {}
 };
 
 Lowered lower(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg,

@@ -103,9 +103,8 @@ class Search {
       in_[v].push_back(u);
     }
     dom_.assign(g.nodes, chips == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << chips) - 1);
-    order_.resize(g.nodes);
-    for (std::uint32_t n = 0; n < g.nodes; ++n) order_[n] = n;
-    std::shuffle(order_.begin(), order_.end(), rng_);
+    find_spans();
+    draw_order();
   }
 
   SolveResult run() {
@@ -113,13 +112,27 @@ class Search {
     std::vector<std::uint32_t> all(g_.nodes);
     for (std::uint32_t n = 0; n < g_.nodes; ++n) all[n] = n;
     if (!propagate(all)) return r;  // Unsat: a cycle in the edges leaves no chip for some node
+    const std::size_t root = trail_.size();
     std::size_t i = 0;
     bool first = true;  // the first chip tried for order_[i]
+    std::uint64_t limit = opt_.restart_failures, attempt_start = 0;
     for (;;) {
       if (failures_ > opt_.max_failures) {
         r.status = SolveResult::GaveUp;
         r.failures = failures_;
         return r;
+      }
+      if (limit > 0 && failures_ - attempt_start > limit) {
+        // A restart: everything decided is undone, the order drawn again, the limit doubled (so
+        // that some attempt eventually runs to the end: an Unsat is still a proof).
+        undo(root);
+        decisions_.clear();
+        i = 0;
+        first = true;
+        attempt_start = failures_;
+        limit *= 2;
+        draw_order();
+        continue;
       }
       if (i == g_.nodes) {
         Placement f(g_.nodes);
@@ -150,6 +163,10 @@ class Search {
   }
 
  private:
+  struct Span {
+    std::uint32_t u, v;
+    std::vector<std::uint32_t> between;
+  };
   struct Decision {
     std::size_t index;
     std::uint32_t chip;
@@ -157,7 +174,7 @@ class Search {
   };
 
   SolveResult& done(SolveResult& r) {
-    r.status = SolveResult::Unsat;
+    r.status = heuristic_pruned_ ? SolveResult::GaveUp : SolveResult::Unsat;
     r.failures = failures_;
     return r;
   }
@@ -189,13 +206,108 @@ class Search {
       // decision before, which the next round undoes
     }
   }
+  // The nodes on some path from u to v other than the edge itself, for every edge (u, v) that
+  // has any (a residual connection, say). Once u and v are decided on chips a and b, Eq. 4
+  // leaves those nodes only a or b: a node on a chip between would make a longer path.
+  // Nothing is found for a graph with a cycle (propagation proves it unsatisfiable anyway).
+  void find_spans() {
+    const std::uint32_t n = g_.nodes;
+    touching_.resize(n);
+    std::vector<std::uint32_t> indeg(n, 0), topo;
+    for (const auto& [u, v] : g_.edges) ++indeg[v];
+    for (std::uint32_t x = 0; x < n; ++x)
+      if (indeg[x] == 0) topo.push_back(x);
+    for (std::size_t i = 0; i < topo.size(); ++i)
+      for (std::uint32_t v : out_[topo[i]])
+        if (--indeg[v] == 0) topo.push_back(v);
+    if (topo.size() != n) return;
+    const std::size_t words = (n + 63) / 64;
+    std::vector<std::uint64_t> desc(n * words, 0), anc(n * words, 0);
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it)
+      for (std::uint32_t v : out_[*it]) {
+        desc[*it * words + v / 64] |= std::uint64_t{1} << (v % 64);
+        for (std::size_t k = 0; k < words; ++k) desc[*it * words + k] |= desc[v * words + k];
+      }
+    for (std::uint32_t x : topo)
+      for (std::uint32_t u : in_[x]) {
+        anc[x * words + u / 64] |= std::uint64_t{1} << (u % 64);
+        for (std::size_t k = 0; k < words; ++k) anc[x * words + k] |= anc[u * words + k];
+      }
+    for (const auto& [u, v] : g_.edges) {
+      Span sp{u, v, {}};
+      for (std::size_t k = 0; k < words; ++k)
+        for (std::uint64_t b = desc[u * words + k] & anc[v * words + k]; b; b &= b - 1)
+          sp.between.push_back(static_cast<std::uint32_t>(k * 64 + lowest(b)));
+      if (sp.between.empty()) continue;
+      touching_[u].push_back(static_cast<std::uint32_t>(spans_.size()));
+      touching_[v].push_back(static_cast<std::uint32_t>(spans_.size()));
+      for (std::uint32_t w : sp.between) touching_[w].push_back(static_cast<std::uint32_t>(spans_.size()));
+      spans_.push_back(std::move(sp));
+    }
+  }
+  void draw_order() {
+    if (opt_.order == SolverOptions::Topological && topo_order()) return;
+    order_.resize(g_.nodes);
+    for (std::uint32_t n = 0; n < g_.nodes; ++n) order_[n] = n;
+    std::shuffle(order_.begin(), order_.end(), rng_);
+  }
+  // A random topological order (among the nodes whose producers are all ordered, one drawn at
+  // random). False for a graph with a cycle.
+  bool topo_order() {
+    std::vector<std::uint32_t> indeg(g_.nodes, 0), ready;
+    for (const auto& [u, v] : g_.edges) ++indeg[v];
+    for (std::uint32_t n = 0; n < g_.nodes; ++n)
+      if (indeg[n] == 0) ready.push_back(n);
+    order_.clear();
+    while (!ready.empty()) {
+      const auto k = std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng_);
+      const std::uint32_t n = ready[k];
+      ready[k] = ready.back();
+      ready.pop_back();
+      order_.push_back(n);
+      for (std::uint32_t v : out_[n])
+        if (--indeg[v] == 0) ready.push_back(v);
+    }
+    return order_.size() == g_.nodes;
+  }
+  bool restrict(std::uint32_t n, std::uint64_t d, std::vector<std::uint32_t>& work) {
+    if ((dom_[n] & d) == dom_[n]) return true;
+    set(n, dom_[n] & d);
+    work.push_back(n);
+    return dom_[n] != 0;
+  }
+  // Eq. 4 on a span (u, v, between): with u on chip a, a node w between that is surely above a
+  // puts v on w's chip (v higher still would make the path a -> f(w) -> f(v) longer than the
+  // edge), so their domains meet; likewise with v on chip b and w surely below b for u; with both
+  // decided, the nodes between are on a or b.
+  bool span(const Span& sp, std::vector<std::uint32_t>& work) {
+    const bool u1 = single(dom_[sp.u]), v1 = single(dom_[sp.v]);
+    if (!u1 && !v1) return true;
+    if (u1 && v1) {
+      const std::uint64_t ends = dom_[sp.u] | dom_[sp.v];
+      for (std::uint32_t w : sp.between)
+        if (!restrict(w, ends, work)) return false;
+    }
+    for (std::uint32_t w : sp.between) {
+      std::uint32_t other = sp.u;
+      if (u1 && lowest(dom_[w]) > lowest(dom_[sp.u])) other = sp.v;
+      else if (!(v1 && highest(dom_[w]) < lowest(dom_[sp.v]))) continue;
+      const std::uint64_t both = dom_[w] & dom_[other];
+      if (!restrict(w, both, work) || !restrict(other, both, work)) return false;
+    }
+    return true;
+  }
+  static bool single(std::uint64_t d) { return d != 0 && (d & (d - 1)) == 0; }
+
   // Eq. 2 as bounds: a node's chip is at least its producers' lowest, at most its consumers'
-  // highest. False when a domain empties.
+  // highest; and Eq. 4 on the spans of decided edges. False when a domain empties.
   bool propagate(std::vector<std::uint32_t> work) {
     while (!work.empty()) {
       const std::uint32_t n = work.back();
       work.pop_back();
       if (dom_[n] == 0) return false;
+      for (std::uint32_t s : touching_[n])
+        if (!span(spans_[s], work)) return false;
       const std::uint64_t lo = at_least(lowest(dom_[n])), hi = at_most(highest(dom_[n]));
       for (std::uint32_t v : out_[n])
         if ((dom_[v] & lo) != dom_[v]) {
@@ -229,9 +341,79 @@ class Search {
         open |= dom_[n];
       }
     }
-    const std::uint64_t below = at_most(top);
-    if ((below & ~used & ~open) != 0) return false;  // a chip below one in use that nothing can fill
-    return !triangle(g_, f, chips_, &fixed) && !memory(g_, f, chips_, &fixed);
+    const std::uint64_t below = at_most(top), empty = below & ~used;
+    if ((empty & ~open) != 0) return false;  // a chip below one in use that nothing can fill
+    if (!fillable(empty, fixed)) return false;  // ... or not enough undecided nodes to fill them all
+    if (triangle(g_, f, chips_, &fixed) || memory(g_, f, chips_, &fixed)) return false;
+    return room_left(fixed, f, open) && next_fit(fixed, f, top);
+  }
+  // Topological order only, a heuristic: the undecided nodes, in the order they will be
+  // decided, packed from the highest chip in use onwards (next fit) need no chip past the last.
+  // On a chain that is exact; on a DAG whose branches could go back to lower chips it may
+  // prune a placement that exists, so a search it pruned ends GaveUp, never Unsat.
+  bool next_fit(const std::vector<bool>& fixed, const Placement& f, std::uint32_t top) {
+    if (opt_.order != SolverOptions::Topological || g_.chip_capacity_bytes == 0 || g_.node_bytes.empty()) return true;
+    std::uint64_t used = 0;
+    for (std::uint32_t n = 0; n < g_.nodes; ++n)
+      if (fixed[n] && f[n] == top) used += g_.node_bytes[n];
+    std::uint32_t chip = top;
+    for (std::uint32_t n : order_) {
+      if (fixed[n]) continue;
+      const std::uint64_t b = g_.node_bytes[n];
+      if (used + b > g_.chip_capacity_bytes) {
+        ++chip;
+        used = 0;
+      }
+      used += b;
+      if (chip >= chips_) {
+        heuristic_pruned_ = true;
+        return false;
+      }
+    }
+    return true;
+  }
+  // Every chip of `empty` can get its own undecided node. Domains are widened to intervals
+  // [lowest, highest], for which the greedy matching (each chip, ascending, takes the candidate
+  // whose interval ends first) is exact; so a failure here is a proof for the real domains too.
+  bool fillable(std::uint64_t empty, const std::vector<bool>& fixed) const {
+    if (empty == 0) return true;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> spans;  // (lowest, highest) of undecided nodes
+    for (std::uint32_t n = 0; n < g_.nodes; ++n)
+      if (!fixed[n] && (dom_[n] & empty)) spans.emplace_back(lowest(dom_[n]), highest(dom_[n]));
+    if (static_cast<std::size_t>(__builtin_popcountll(empty)) > spans.size()) return false;
+    std::sort(spans.begin(), spans.end());
+    std::vector<std::uint32_t> ends;  // a min-heap of the highest chips of candidates so far
+    std::size_t next = 0;
+    for (std::uint64_t e = empty; e; e &= e - 1) {
+      const std::uint32_t c = lowest(e);
+      while (next < spans.size() && spans[next].first <= c) {
+        ends.push_back(spans[next++].second);
+        std::push_heap(ends.begin(), ends.end(), std::greater<>());
+      }
+      while (!ends.empty() && ends.front() < c) {
+        std::pop_heap(ends.begin(), ends.end(), std::greater<>());
+        ends.pop_back();
+      }
+      if (ends.empty()) return false;
+      std::pop_heap(ends.begin(), ends.end(), std::greater<>());
+      ends.pop_back();
+    }
+    return true;
+  }
+  // The undecided nodes' bytes fit in what is left on the chips they may still use (a
+  // necessary condition: it sees the room as one pool).
+  bool room_left(const std::vector<bool>& fixed, const Placement& f, std::uint64_t open) const {
+    if (g_.chip_capacity_bytes == 0 || g_.node_bytes.empty()) return true;
+    std::vector<std::uint64_t> load(chips_, 0);
+    std::uint64_t pending = 0;
+    for (std::uint32_t n = 0; n < g_.nodes; ++n) {
+      if (fixed[n]) load[f[n]] += g_.node_bytes[n];
+      else pending += g_.node_bytes[n];
+    }
+    std::uint64_t room = 0;
+    for (std::uint32_t c = 0; c < chips_; ++c)
+      if ((open >> c & 1) && load[c] < g_.chip_capacity_bytes) room += g_.chip_capacity_bytes - load[c];
+    return pending <= room;
   }
 
   const Graph& g_;
@@ -240,11 +422,14 @@ class Search {
   Chooser choose_;
   std::mt19937_64 rng_;
   std::vector<std::vector<std::uint32_t>> out_, in_;
+  std::vector<Span> spans_;
+  std::vector<std::vector<std::uint32_t>> touching_;  // per node, the spans it ends or lies in
   std::vector<std::uint64_t> dom_;
   std::vector<std::uint32_t> order_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> trail_;
   std::vector<Decision> decisions_;
   std::uint64_t failures_ = 0;
+  bool heuristic_pruned_ = false;
 };
 
 std::uint32_t uniform(std::uint64_t d, std::mt19937_64& rng) {

@@ -43,6 +43,13 @@ std::optional<Violation> check(const Graph& g, const Placement& f, std::uint32_t
 
 struct SolverOptions {
   std::uint64_t seed = 1;
+  // The order nodes are decided in: a random permutation, or a random topological order (a node
+  // after its producers; decisions then stay local on chain-like models such as BERT, where a
+  // random permutation backtracks without end).
+  enum Order : std::uint8_t { Random, Topological } order = Random;
+  // > 0: after this many undone assignments the search starts over with a new order, the limit
+  // doubling each time (randomised restarts; a dead end deep down is not worked through).
+  std::uint64_t restart_failures = 0;
   std::uint64_t max_failures = 1000000;  // then it gives up (GaveUp), rather than search on
 };
 

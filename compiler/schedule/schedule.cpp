@@ -410,7 +410,7 @@ std::vector<std::string> signatures(const ir::Workload& w) {
 
 [[noreturn]] void does_not_fit(const ir::Workload& w, const ir::Operator& op, Bytes need, Bytes have,
                                const std::string& planner, const std::string& detail) {
-  throw Error(fmt::format("workload '{}' does not fit ({} planner): operator '{}' needs at least {} "
+  throw DoesNotFit(fmt::format("workload '{}' does not fit ({} planner): operator '{}' needs at least {} "
                           "bytes per core but {} are free ({}); short by {} bytes per core",
                           w.name, planner, op.name, need, have, detail, need - have));
 }
@@ -517,7 +517,7 @@ Schedule search_t10(const ir::Workload& w, const Options& o) {
   // T10 reserves the shift buffer on every core for the whole program.
   const Bytes reserved = o.reserve_bytes + o.target.shift_buffer_bytes;
   if (reserved >= cfg.chip.core.sram_bytes)
-    throw Error(fmt::format("workload '{}' does not fit (t10 planner): the shift buffer and reserve take {} of {} bytes per core",
+    throw DoesNotFit(fmt::format("workload '{}' does not fit (t10 planner): the shift buffer and reserve take {} of {} bytes per core",
                             w.name, reserved, cfg.chip.core.sram_bytes));
   const Bytes sram = cfg.chip.core.sram_bytes - reserved;
   const Bytes live = live_activation_bytes(w, o.target.cores);
@@ -555,7 +555,7 @@ Schedule search_t10(const ir::Workload& w, const Options& o) {
     idle_bytes = idle_total();
   }
   if (idle_bytes + live > sram)
-    throw Error(fmt::format("workload '{}' does not fit (t10 planner): weights need {} bytes per core in "
+    throw DoesNotFit(fmt::format("workload '{}' does not fit (t10 planner): weights need {} bytes per core in "
                             "their leanest layout and live activations {}, but a core has {} bytes; short by {} bytes per core",
                             w.name, idle_bytes, live, sram, idle_bytes + live - sram));
   struct State { double t; Bytes idle_bytes; std::vector<std::size_t> idle, act; };
@@ -716,7 +716,7 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
   for (const auto& t : w.tensors())
     if (t.role == ir::TensorRole::Weight) vgm += lower::stripe_bytes(t, static_cast<std::size_t>(o.target.cores));
   if (vgm > sram)
-    throw Error(fmt::format("workload '{}' does not fit (vgm planner): the virtual global memory needs {} bytes per core "
+    throw DoesNotFit(fmt::format("workload '{}' does not fit (vgm planner): the virtual global memory needs {} bytes per core "
                             "but a core has {}; short by {} bytes per core", w.name, vgm, sram, vgm - sram));
   const Bytes local = sram - vgm;
   s.idle_bytes_per_core = vgm;

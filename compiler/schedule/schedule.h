@@ -9,10 +9,17 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "sim/common/error.h"
 #include "compiler/cost/oracle.h"
 #include "compiler/plan/rtensor.h"
 
 namespace tessera::schedule {
+
+// The workload does not fit the cores' memory (the weights, an operator, the shift buffer): the
+// compiler's memory check, which callers that try many placements catch (compiler/pipeline.h).
+struct DoesNotFit : Error {
+  using Error::Error;
+};
 
 struct OpSchedule {
   plan::Plan active;

@@ -1,0 +1,193 @@
+#include "cli/partition_cmd.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "compiler/partition/search.h"
+#include "compiler/pipeline.h"
+#include "sim/common/error.h"
+#include "sim/simulate.h"
+
+namespace tessera::cli {
+
+void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
+  add_model_options(cmd, a.model);
+  cmd->add_option("--search", a.search, "greedy (the O(N) heuristic), random (uniform, solver SAMPLE mode) or sa "
+                                        "(annealing in distribution space)")
+      ->check(CLI::IsMember({"greedy", "random", "sa"}))->capture_default_str();
+  cmd->add_option("--score-by", a.score_by, "what ranks samples: simulate (the pipeline on the simulator) or model "
+                                            "(the cost model's slowest chip; the best is simulated at the end)")
+      ->check(CLI::IsMember({"simulate", "model"}))->capture_default_str();
+  cmd->add_option("--budget-samples", a.budget_samples, "samples to evaluate (0: no limit, give --budget-seconds)")
+      ->capture_default_str();
+  cmd->add_option("--budget-seconds", a.budget_seconds, "stop after this much wall-clock time (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", a.seed, "search seed (same seed, same samples)")->capture_default_str();
+  cmd->add_option("--micro-batches", a.micro_batches, "micro-batches through the pipeline (each of --batch)")
+      ->check(CLI::Range(2u, 1u << 16))->capture_default_str();
+  cmd->add_option("--placement", a.placement, "evaluate this placement JSON (docs/partition.md) instead of searching");
+  cmd->add_option("--out", a.out, "write the best placement JSON here");
+  cmd->add_option("--results", a.results, "write the results JSON (convergence, per-chip times, pipeline) here");
+  cmd->add_option("--program", a.program, "write the best placement's program here (JSON, or .tpb)");
+  cmd->add_flag("--one-chip", a.one_chip, "also compile and simulate the whole model on one chip, for the ratio");
+}
+
+namespace {
+
+partition::Placement read_placement(const std::string& path, const ir::Workload& w, std::uint32_t chips) {
+  const Json j = read_json_file(path);
+  auto fail = [&](const std::string& msg) { throw Error(fmt::format("placement {}: {}", path, msg)); };
+  if (!j.is_object() || !j.contains("operators") || !j["operators"].is_array())
+    fail("expected an object with an \"operators\" array of {\"name\", \"chip\"}");
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < w.ops().size(); ++i) index[w.ops()[i].name] = i;
+  partition::Placement f(w.ops().size(), chips);
+  for (std::size_t k = 0; k < j["operators"].size(); ++k) {
+    const Json& e = j["operators"][k];
+    const std::string at = fmt::format("operators[{}]", k);
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("chip") ||
+        !e["chip"].is_number_unsigned())
+      fail(fmt::format("{}: expected {{\"name\": string, \"chip\": integer >= 0}}", at));
+    const std::string name = e["name"].get<std::string>();
+    if (!index.count(name)) fail(fmt::format("{}: '{}' is not an operator of '{}'", at, name, w.name));
+    const auto chip = e["chip"].get<std::uint64_t>();
+    if (chip >= chips) fail(fmt::format("{}: chip {} of '{}', but the config has chips 0..{}", at, chip, name, chips - 1));
+    if (f[index[name]] != chips) fail(fmt::format("{}: '{}' is placed twice", at, name));
+    f[index[name]] = static_cast<std::uint32_t>(chip);
+  }
+  for (std::size_t i = 0; i < f.size(); ++i)
+    if (f[i] == chips) fail(fmt::format("operator '{}' has no chip", w.ops()[i].name));
+  return f;
+}
+
+Json placement_json(const ir::Workload& w, const sim::Config& cfg, const partition::Placement& f) {
+  Json ops = Json::array();
+  for (std::size_t i = 0; i < f.size(); ++i) ops.push_back({{"name", w.ops()[i].name}, {"chip", f[i]}});
+  std::uint32_t used = 0;
+  for (auto c : f) used = std::max(used, c + 1);
+  return {{"workload", w.name}, {"config", cfg.name}, {"chips", cfg.system.chips}, {"chips_used", used}, {"operators", ops}};
+}
+
+// One chip's line of the final table.
+struct ChipRow {
+  std::size_t operators = 0;
+  Bytes weight_bytes = 0, sent_bytes = 0;
+};
+
+std::vector<ChipRow> chip_rows(const compiler::PlacedModel& m) {
+  std::vector<ChipRow> rows(m.chips.size());
+  for (std::size_t c = 0; c < rows.size(); ++c) {
+    rows[c].operators = m.split.chips[c].ops().size();
+    rows[c].weight_bytes = m.split.chips[c].weight_bytes();
+  }
+  for (const auto& x : m.split.crossings) rows[x.from].sent_bytes += x.bytes;
+  return rows;
+}
+
+}  // namespace
+
+int partition_cmd(const PartitionArgs& a) {
+  const sim::Config cfg = sim::load_config(a.model.config);
+  if (cfg.system.chips < 2) throw Error(fmt::format("partition: config {} has one chip; give a system of chips", cfg.name));
+  if (cfg.system.chips > 64) throw Error(fmt::format("partition: config {} has {} chips; the solver places on at most 64", cfg.name, cfg.system.chips));
+  if (a.model.opt.functional) throw Error("partition: timing runs only (--functional is not supported here)");
+  const ir::Workload w = load_workload(a.model);
+  const compiler::CompileOptions co = compile_options(a.model, cfg);
+  const std::uint32_t chips = cfg.system.chips;
+  // The static stand-in for memory: weights may take 3/4 of a chip's scratchpads, the rest is
+  // left for activations, operands in their active layouts and the shift buffer. The compiler's
+  // lowering of each chip's share is the full check.
+  const partition::Graph g = partition::operator_graph(w, std::uint64_t{cfg.chip.cores} * cfg.chip.core.sram_bytes / 4 * 3);
+  fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} chips of {} cores, weights up to {:.1f} MiB each\n", w.name, g.nodes,
+             double(w.weight_bytes()) / (1 << 20), cfg.name, chips, cfg.chip.cores,
+             double(g.chip_capacity_bytes) / (1 << 20));
+
+  const double clock = cfg.clock_ghz * 1e9;
+  const partition::Evaluate evaluate = [&](const partition::Placement& f) -> partition::Score {
+    try {
+      const compiler::PlacedModel m = compiler::compile_placed(w, f, cfg, co);
+      if (a.score_by == "model") return {clock / m.predicted_interval_cycles, true};
+      return {compiler::run_pipeline(m, cfg, a.micro_batches, false).throughput_per_second, true};
+    } catch (const compiler::ChipFitError&) {
+      return {0.0, false};
+    }
+  };
+
+  Json results{{"workload", w.name}, {"config", cfg.name}, {"search", a.search}, {"score_by", a.score_by},
+               {"seed", a.seed}, {"micro_batches", a.micro_batches}};
+  partition::Placement best;
+  if (!a.placement.empty()) {
+    best = read_placement(a.placement, w, chips);
+    results["search"] = "given";
+  } else {
+    partition::SearchOptions so;
+    so.method = a.search;
+    so.budget_samples = a.search == "greedy" ? 10 : a.budget_samples;
+    so.budget_seconds = a.budget_seconds;
+    so.seed = a.seed;
+    const partition::SearchResult r = partition::search(g, chips, evaluate, so);
+    Json conv = Json::array();
+    for (const auto& s : r.samples) {
+      conv.push_back({{"sample", s.index}, {"throughput_per_second", s.throughput}, {"best_per_second", s.best},
+                      {"fits", s.fits}, {"seconds", s.seconds}});
+      if (s.best == s.throughput && s.fits)
+        fmt::print("sample {:5}: {:10.2f} micro-batches/s by the {}  (new best, {:.1f} s)\n", s.index, s.throughput,
+                   a.score_by == "model" ? "cost model" : "simulator", s.seconds);
+    }
+    fmt::print("{} samples, {} out of memory on a chip (the compiler's check), {} solver runs without a placement\n",
+               r.samples.size(), r.out_of_memory, r.unsat);
+    results["convergence"] = conv;
+    results["out_of_memory"] = r.out_of_memory;
+    results["unsat"] = r.unsat;
+    if (r.best.empty()) throw Error(fmt::format("partition: no sample of {} fits the chips of {}", w.name, cfg.name));
+    best = r.best;
+  }
+
+  const compiler::PlacedModel m = compiler::compile_placed(w, best, cfg, co);
+  const compiler::PipelineRun run = compiler::run_pipeline(m, cfg, a.micro_batches, true);
+  const auto rows = chip_rows(m);
+  fmt::print("{:>5} {:>9} {:>12} {:>12} {:>14} {:>14}\n", "chip", "operators", "weights MiB", "sends KiB",
+             "predicted cyc", "simulated cyc");
+  Json chips_json = Json::array();
+  for (std::size_t c = 0; c < rows.size(); ++c) {
+    fmt::print("{:>5} {:>9} {:>12.2f} {:>12.1f} {:>14.0f} {:>14}\n", c, rows[c].operators,
+               double(rows[c].weight_bytes) / (1 << 20), double(rows[c].sent_bytes) / 1024, m.predicted_chip_cycles[c],
+               run.chip_cycles[c]);
+    chips_json.push_back({{"chip", c}, {"operators", rows[c].operators}, {"weight_bytes", rows[c].weight_bytes},
+                          {"sent_bytes", rows[c].sent_bytes}, {"predicted_cycles", m.predicted_chip_cycles[c]},
+                          {"simulated_cycles", run.chip_cycles[c]}});
+  }
+  fmt::print("pipeline of {} micro-batches on {} chips: latency {} cycles, interval {:.0f} cycles (predicted {:.0f}), "
+             "{:.2f} micro-batches/s\n", a.micro_batches, m.chips.size(), run.latency_cycles, run.interval_cycles,
+             m.predicted_interval_cycles, run.throughput_per_second);
+  fmt::print("one sample: compile {:.2f} CPU-s, simulate {:.2f} CPU-s (both pipeline runs)\n", m.compile_seconds,
+             run.pipeline_sim_seconds);
+  results["chips"] = chips_json;
+  results["pipeline"] = {{"latency_cycles", run.latency_cycles}, {"total_cycles", run.total_cycles},
+                         {"interval_cycles", run.interval_cycles}, {"throughput_per_second", run.throughput_per_second},
+                         {"predicted_interval_cycles", m.predicted_interval_cycles},
+                         {"compile_cpu_seconds", m.compile_seconds}, {"simulate_cpu_seconds", run.pipeline_sim_seconds}};
+  results["placement"] = placement_json(w, cfg, best);
+  if (a.one_chip) {
+    try {
+      const sim::Config one = compiler::one_chip(cfg);
+      const compiler::Compiled c = compiler::compile(w, one, co);
+      const auto cyc = sim::simulate(one, c.program.program(one)).results["total_cycles"].get<std::uint64_t>();
+      const double tput = clock / double(cyc);
+      fmt::print("one chip: {} cycles per micro-batch, {:.2f} micro-batches/s; the pipeline is {:.2f}x that\n", cyc,
+                 tput, run.throughput_per_second / tput);
+      results["one_chip"] = {{"cycles", cyc}, {"throughput_per_second", tput}};
+    } catch (const schedule::DoesNotFit& e) {
+      fmt::print("one chip: does not fit ({})\n", e.what());
+      results["one_chip"] = {{"fits", false}};
+    }
+  }
+  if (!a.out.empty()) write_json(a.out, placement_json(w, cfg, best));
+  if (!a.results.empty()) write_json(a.results, results);
+  if (!a.program.empty()) compiler::join(m, cfg, a.micro_batches).write(a.program);
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,95 @@
+#include "compiler/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "sim/common/error.h"
+#include "sim/simulate.h"
+
+namespace tessera::compiler {
+
+sim::Config one_chip(const sim::Config& cfg) {
+  sim::Config c = cfg;
+  c.name = cfg.name + " (one chip)";
+  c.system = sim::SystemConfig{};
+  return c;
+}
+
+namespace {
+
+// The slowest rate a message between chips may meet: the narrowest dimension's link.
+double slowest_link_bytes_per_cycle(const sim::Config& cfg) {
+  double bw = std::numeric_limits<double>::infinity();
+  for (const auto& d : cfg.system.dimensions) bw = std::min(bw, d.bytes_per_cycle());
+  return bw;
+}
+
+}  // namespace
+
+PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f, const sim::Config& cfg,
+                           const CompileOptions& o) {
+  if (cfg.system.chips < 2) throw Error(fmt::format("placing '{}' on chips: config '{}' has one chip", w.name, cfg.name));
+  const double t0 = sim::process_cpu_seconds();
+  PlacedModel m;
+  m.split = partition::split_workload(w, f, cfg.system.chips);
+  const sim::Config chip = one_chip(cfg);
+  for (std::size_t c = 0; c < m.split.chips.size(); ++c) {
+    try {
+      m.chips.push_back(compile(m.split.chips[c], chip, o));
+    } catch (const schedule::DoesNotFit& e) {
+      throw ChipFitError(fmt::format("chip {}: {}", c, e.what()), static_cast<std::uint32_t>(c));
+    }
+    m.predicted_chip_cycles.push_back(m.chips.back().schedule.predicted_cycles);
+  }
+  std::vector<double> sent(m.chips.size(), 0.0);
+  for (const auto& x : m.split.crossings) {
+    const ir::Workload& from = m.split.chips[x.from];
+    const ir::Workload& to = m.split.chips[x.to];
+    lower::ChipTransfer t{x.tensor, from.ops()[static_cast<std::size_t>(from.producer(x.tensor))].name,
+                          from.tensor(x.tensor).shape, x.from, x.to,
+                          lower::home_views(from, m.chips[x.from].schedule, x.tensor, cfg.chip.cores),
+                          lower::stripes(to.tensor(x.tensor), cfg.chip.cores)};
+    m.transfers.push_back(std::move(t));
+    sent[x.from] += static_cast<double>(x.bytes);
+  }
+  const double bw = slowest_link_bytes_per_cycle(cfg);
+  for (std::size_t c = 0; c < m.chips.size(); ++c)
+    m.predicted_interval_cycles = std::max(m.predicted_interval_cycles, m.predicted_chip_cycles[c] + sent[c] / bw);
+  m.compile_seconds = sim::process_cpu_seconds() - t0;
+  return m;
+}
+
+lower::Lowered join(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches) {
+  std::vector<lower::Lowered> programs;
+  for (const auto& c : m.chips) programs.push_back(c.program);
+  const std::string name = m.split.chips.empty() ? std::string("placed") : m.split.chips.front().name;
+  return lower::join_chips(programs, m.transfers, cfg,  micro_batches,
+                           fmt::format("{} on {} chips, {} micro-batches", name.substr(0, name.rfind('@')),
+                                       m.chips.size(), micro_batches));
+}
+
+PipelineRun run_pipeline(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches, bool chip_alone) {
+  if (micro_batches < 2) throw Error("a pipeline's interval needs at least 2 micro-batches");
+  PipelineRun r;
+  r.micro_batches = micro_batches;
+  auto cycles = [&](const lower::Lowered& p, const sim::Config& c) {
+    const sim::SimOutcome o = sim::simulate(c, p.program(c));
+    r.sim_seconds += o.host_cpu_seconds;
+    return o.results["total_cycles"].get<std::uint64_t>();
+  };
+  r.latency_cycles = cycles(join(m, cfg, 1), cfg);
+  r.total_cycles = cycles(join(m, cfg, micro_batches), cfg);
+  r.interval_cycles = static_cast<double>(r.total_cycles - std::min(r.total_cycles, r.latency_cycles)) /
+                      static_cast<double>(micro_batches - 1);
+  r.throughput_per_second = r.interval_cycles > 0 ? cfg.clock_ghz * 1e9 / r.interval_cycles : 0.0;
+  r.pipeline_sim_seconds = r.sim_seconds;
+  if (chip_alone) {
+    const sim::Config one = one_chip(cfg);
+    for (const auto& c : m.chips) r.chip_cycles.push_back(cycles(c.program, one));
+  }
+  return r;
+}
+
+}  // namespace tessera::compiler

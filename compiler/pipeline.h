@@ -1,0 +1,60 @@
+#pragma once
+// A model placed across chips, compiled and run as a pipeline (docs/partition.md): every chip's
+// share (partition::split_workload) is planned, scheduled and lowered for one chip's cores and
+// memory, the shares are joined into one program over the system (lower::join_chips), and the
+// simulator runs it with micro-batches flowing through the chips.
+#include <cstdint>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "compiler/partition/split.h"
+#include "compiler/lower/join.h"
+
+namespace tessera::compiler {
+
+// A chip's share does not fit its memory: the compiler's own lowering of that share (the
+// dynamic check of the MCM paper), not the static byte count.
+struct ChipFitError : Error {
+  std::uint32_t chip;
+  ChipFitError(const std::string& msg, std::uint32_t c) : Error(msg), chip(c) {}
+};
+
+// The config of one of the system's chips on its own (no system section).
+sim::Config one_chip(const sim::Config& cfg);
+
+struct PlacedModel {
+  partition::Split split;
+  std::vector<Compiled> chips;                   // chip c's share, compiled for one chip
+  std::vector<lower::ChipTransfer> transfers;    // split.crossings with their layouts
+  std::vector<double> predicted_chip_cycles;     // the cost model's time of each chip's share
+  double compile_seconds = 0;
+  // The cost model's pipeline: the slowest chip, counting the bytes it sends at the chip link's
+  // rate (the fast estimate a search ranks placements by before simulating).
+  double predicted_interval_cycles = 0;
+};
+
+// Throws Error for a placement that fails the constraints, ChipFitError when a chip's share
+// does not fit its memory.
+PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f, const sim::Config& cfg,
+                           const CompileOptions& o);
+
+// The placed model as one program: `micro_batches` micro-batches (each of the workload's batch)
+// through the chips.
+lower::Lowered join(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches);
+
+struct PipelineRun {
+  std::uint64_t latency_cycles = 0;    // one micro-batch through every chip
+  std::uint64_t total_cycles = 0;      // all micro-batches
+  double interval_cycles = 0;          // steady state: (total - latency) / (micro-batches - 1)
+  std::uint32_t micro_batches = 0;
+  std::vector<std::uint64_t> chip_cycles;  // each chip's share of one micro-batch, simulated alone
+  double throughput_per_second = 0;    // micro-batches per second at the steady-state interval
+  double sim_seconds = 0;              // host CPU time of the simulations
+  double pipeline_sim_seconds = 0;     // of the two pipeline runs only
+};
+
+// Simulates the placed model with one micro-batch (latency) and with `micro_batches` (the
+// interval; at least 2), and with `chip_alone`, each chip's share on its own.
+PipelineRun run_pipeline(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches, bool chip_alone);
+
+}  // namespace tessera::compiler
