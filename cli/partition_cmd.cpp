@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
 #include <map>
 #include <set>
 
@@ -32,6 +33,9 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
   cmd->add_option("--results", a.results, "write the results JSON (convergence, per-chip times, pipeline) here");
   cmd->add_option("--program", a.program, "write the best placement's program here (JSON, or .tpb)");
   cmd->add_flag("--one-chip", a.one_chip, "also compile and simulate the whole model on one chip, for the ratio");
+  cmd->add_flag("--serve", a.serve, "for a learner outside (scripts/partition_rl.py): print the graph as a JSON line, then "
+                                    "answer each {\"proposal\": [...], \"seed\": n} line with the solver's FIX repair "
+                                    "and its score (docs/partition.md)");
 }
 
 namespace {
@@ -86,6 +90,48 @@ std::vector<ChipRow> chip_rows(const compiler::PlacedModel& m) {
   return rows;
 }
 
+// --serve: a learner outside (scripts/partition_rl.py) proposes placements, this process repairs
+// them with the solver's FIX mode and scores them. One JSON line per request on stdin, one per
+// answer on stdout; the first line out describes the graph.
+int serve(const ir::Workload& w, const partition::Graph& g, std::uint32_t chips, const partition::Evaluate& evaluate) {
+  Json flops = Json::array();
+  for (const auto& op : w.ops()) flops.push_back(op.flops());
+  Json edges = Json::array();
+  for (const auto& [u, v] : g.edges) edges.push_back({u, v});
+  std::cout << Json{{"graph", {{"workload", w.name}, {"names", g.names}, {"node_bytes", g.node_bytes}, {"flops", flops},
+                               {"edges", edges}, {"chips", chips}, {"capacity_bytes", g.chip_capacity_bytes}}}}.dump()
+            << std::endl;
+  std::string line;
+  for (std::uint64_t k = 1; std::getline(std::cin, line); ++k) {
+    if (line.empty()) continue;
+    Json answer;
+    try {
+      const Json q = Json::parse(line);
+      if (!q.is_object() || !q.contains("proposal") || !q["proposal"].is_array() || q["proposal"].size() != g.nodes)
+        throw Error(fmt::format("expected {{\"proposal\": [{} chips], \"seed\": n}}", g.nodes));
+      partition::Placement proposal;
+      for (const auto& c : q["proposal"]) {
+        if (!c.is_number_unsigned() || c.get<std::uint64_t>() >= chips)
+          throw Error(fmt::format("a proposal's chips are integers 0..{}", chips - 1));
+        proposal.push_back(c.get<std::uint32_t>());
+      }
+      const partition::SolveResult r =
+          partition::solve_fix(g, chips, proposal, partition::solver_options(q.value("seed", std::uint64_t{1})));
+      if (r.status != partition::SolveResult::Solved) {
+        answer = {{"status", r.status == partition::SolveResult::Unsat ? "unsat" : "gave up"}, {"throughput", 0.0}};
+      } else {
+        const partition::Score sc = evaluate(r.placement);
+        answer = {{"status", "solved"}, {"placement", r.placement}, {"throughput", sc.throughput}, {"fits", sc.fits},
+                  {"predicted", sc.predicted}};
+      }
+    } catch (const std::exception& e) {
+      answer = {{"error", fmt::format("request {}: {}", k, e.what())}};
+    }
+    std::cout << answer.dump() << std::endl;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int partition_cmd(const PartitionArgs& a) {
@@ -100,20 +146,24 @@ int partition_cmd(const PartitionArgs& a) {
   // left for activations, operands in their active layouts and the shift buffer. The compiler's
   // lowering of each chip's share is the full check.
   const partition::Graph g = partition::operator_graph(w, std::uint64_t{cfg.chip.cores} * cfg.chip.core.sram_bytes / 4 * 3);
-  fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} chips of {} cores, weights up to {:.1f} MiB each\n", w.name, g.nodes,
-             double(w.weight_bytes()) / (1 << 20), cfg.name, chips, cfg.chip.cores,
-             double(g.chip_capacity_bytes) / (1 << 20));
+  if (!a.serve)
+    fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} chips of {} cores, weights up to {:.1f} MiB each\n",
+               w.name, g.nodes, double(w.weight_bytes()) / (1 << 20), cfg.name, chips, cfg.chip.cores,
+               double(g.chip_capacity_bytes) / (1 << 20));
 
   const double clock = cfg.clock_ghz * 1e9;
   const partition::Evaluate evaluate = [&](const partition::Placement& f) -> partition::Score {
     try {
       const compiler::PlacedModel m = compiler::compile_placed(w, f, cfg, co);
-      if (a.score_by == "model") return {clock / m.predicted_interval_cycles, true};
-      return {compiler::run_pipeline(m, cfg, a.micro_batches, false).throughput_per_second, true};
+      const double predicted = clock / m.predicted_interval_cycles;
+      if (a.score_by == "model") return {predicted, true, predicted};
+      return {compiler::run_pipeline(m, cfg, a.micro_batches, false).throughput_per_second, true, predicted};
     } catch (const compiler::ChipFitError&) {
       return {0.0, false};
     }
   };
+
+  if (a.serve) return serve(w, g, chips, evaluate);
 
   Json results{{"workload", w.name}, {"config", cfg.name}, {"search", a.search}, {"score_by", a.score_by},
                {"seed", a.seed}, {"micro_batches", a.micro_batches}};
@@ -131,7 +181,7 @@ int partition_cmd(const PartitionArgs& a) {
     Json conv = Json::array();
     for (const auto& s : r.samples) {
       conv.push_back({{"sample", s.index}, {"throughput_per_second", s.throughput}, {"best_per_second", s.best},
-                      {"fits", s.fits}, {"seconds", s.seconds}});
+                      {"fits", s.fits}, {"predicted_per_second", s.predicted}, {"seconds", s.seconds}});
       if (s.best == s.throughput && s.fits)
         fmt::print("sample {:5}: {:10.2f} micro-batches/s by the {}  (new best, {:.1f} s)\n", s.index, s.throughput,
                    a.score_by == "model" ? "cost model" : "simulator", s.seconds);

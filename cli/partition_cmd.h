@@ -17,6 +17,7 @@ struct PartitionArgs {
   std::string placement;           // evaluate this placement instead of searching
   std::string out, results, program;
   bool one_chip = false;           // also run the whole model on one chip, for the ratio
+  bool serve = false;              // answer proposals on stdin (FIX repair and score), one JSON line each
 };
 
 void add_partition_options(CLI::App* cmd, PartitionArgs& a);

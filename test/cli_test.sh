@@ -185,4 +185,29 @@ check "sweep: the other points are ok" "row 0 | grep -q '\"status\":\"ok\"' && r
 printf '{"config": "%s/configs/mesh-8x8.json", "axes": [{"pointer": "/chip/cores", "valuez": [1]}]}' "$src" >"$tmp/bad-spec.json"
 "$tessera" sweep "$tmp/bad-spec.json" --out "$tmp/swD" >"$tmp/out" 2>&1
 check "sweep: a bad spec is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'bad-spec.json: axes\[0\]' $tmp/out"
+# tessera partition (docs/partition.md): a given placement of tiny-mlp on two chiplets, a greedy
+# search writing its placement and results, and placements that are named errors.
+cat >"$tmp/pl.json" <<'EOF2'
+{"operators": [{"name": "fc1", "chip": 0}, {"name": "bias1", "chip": 0}, {"name": "act", "chip": 1}, {"name": "fc2", "chip": 1}]}
+EOF2
+"$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --placement "$tmp/pl.json" \
+  --results "$tmp/part.json" >"$tmp/out" 2>&1
+check "partition: a given placement runs as a 2-chip pipeline" "[ $? -eq 0 ] && grep -q 'pipeline of 4 micro-batches on 2 chips' $tmp/out && grep -q '\"interval_cycles\"' $tmp/part.json"
+"$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --search greedy \
+  --out "$tmp/greedy.json" --results "$tmp/greedy-r.json" >"$tmp/out" 2>&1
+check "partition: greedy writes a placement of every operator and its convergence" "[ $? -eq 0 ] && grep -q '\"fc2\"' $tmp/greedy.json && grep -q '\"convergence\"' $tmp/greedy-r.json"
+sed 's/"fc2"/"fc3"/' "$tmp/pl.json" >"$tmp/pl-bad.json"
+"$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --placement "$tmp/pl-bad.json" >"$tmp/out" 2>&1
+check "partition: an unknown operator is a named error, exit 1" "[ $? -eq 1 ] && grep -q \"pl-bad.json: operators\[3\]: 'fc3' is not an operator\" $tmp/out"
+sed 's/"fc1", "chip": 0/"fc1", "chip": 1/; s/"act", "chip": 1/"act", "chip": 0/' "$tmp/pl.json" >"$tmp/pl-back.json"
+"$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --placement "$tmp/pl-back.json" >"$tmp/out" 2>&1
+check "partition: a backward edge is the validator's error, exit 1" "[ $? -eq 1 ] && grep -q 'from chip 1 back to chip 0' $tmp/out"
+"$tessera" partition --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" >"$tmp/out" 2>&1
+check "partition: a one-chip config is a named error" "[ $? -eq 1 ] && grep -q 'has one chip' $tmp/out"
+printf '{"proposal": [1, 0, 1, 1], "seed": 3}\n{"proposal": [0]}\n' | "$tessera" partition --config "$src/configs/mcm-ring-36.json" \
+  --workload "$src/workloads/tiny-mlp.json" --serve --score-by model >"$tmp/out" 2>&1
+# FIX keeps what it can of [1, 0, 1, 1]: fc1 cannot stay on chip 1 above bias1 on chip 0 with
+# chip 0 then holding nothing before it, so the repair is a valid placement starting on chip 0.
+check "partition --serve: the graph, a repaired proposal and a named error, one JSON line each" \
+  "[ $? -eq 0 ] && sed -n 1p $tmp/out | grep -q '\"edges\":\[\[0,1\],\[1,2\],\[2,3\]\]' && sed -n 2p $tmp/out | grep -q '\"placement\":\[0,' && sed -n 3p $tmp/out | grep -q 'request 2: expected'"
 exit $fail

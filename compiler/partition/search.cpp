@@ -81,6 +81,7 @@ class Searcher {
     x.index = r_.samples.size() + 1;
     x.throughput = s.fits ? s.throughput : 0.0;
     x.fits = s.fits;
+    x.predicted = s.predicted;
     if (!s.fits) ++r_.out_of_memory;
     if (x.throughput > r_.best_throughput) {
       r_.best = f;

@@ -16,13 +16,14 @@ namespace tessera::partition {
 struct Score {
   double throughput = 0;  // higher is better; 0: the placement cannot run
   bool fits = true;       // false: out of memory on some chip (the dynamic check)
+  double predicted = 0;   // optional: a second opinion (the cost model's), kept beside it
 };
 using Evaluate = std::function<Score(const Placement&)>;
 
 struct SearchOptions {
   std::string method = "random";   // greedy | random | sa
   std::uint64_t budget_samples = 100;
-  double budget_seconds = 0;       // > 0: also stop when this much host CPU time has passed
+  double budget_seconds = 0;       // > 0: also stop when this much wall-clock time has passed
   std::uint64_t seed = 1;
   // Simulated annealing: nodes given a new random distribution per step, the starting
   // temperature (relative to the best throughput so far) and its decay per step.
@@ -36,7 +37,8 @@ struct Sample {
   double throughput = 0;
   double best = 0;          // best throughput up to and including this sample
   bool fits = true;
-  double seconds = 0;       // host CPU time since the search started
+  double predicted = 0;     // Score::predicted
+  double seconds = 0;       // wall-clock time since the search started
 };
 
 struct SearchResult {

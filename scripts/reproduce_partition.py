@@ -1,0 +1,253 @@
+#!/usr/bin/python3
+"""Placement searches across chips on the simulator, in the shape of the MCM partitioning paper.
+
+Runs `tessera partition` and writes results JSON, Markdown tables and (with python3-matplotlib)
+convergence plots under --out:
+
+  search   per model on the 36-chiplet ring: the greedy heuristic once, then random search and
+           simulated annealing for --seeds seeds of --samples samples each, ranked by the cost
+           model (--score-by model, fast); samples to reach 1.1x, 1.2x, 1.3x greedy's throughput,
+           mean +- std over the seeds that reach it (like the paper's Tables 2-3), and the best
+           throughput at the end
+  learned  the graph-network policy (scripts/partition_rl.py): pre-trained on a generated corpus,
+           then on each --rl-models model from scratch and fine-tuned, --rl-seeds seeds of
+           --samples samples; rows in the same table (normalised by the same greedy run)
+  fidelity random placements of BERT-large scored by both the simulator and the cost model:
+           Pearson R between the two, and the share of solver-valid placements that do not fit a
+           chip's memory when compiled (the paper: R 0.91, 13.5%)
+
+  scripts/reproduce_partition.py [--tessera build/cli/tessera] [--out results/partition]
+      [--models bert-large,vit-base,resnet-18,nerf] [--seeds 5] [--samples 40]
+      [--fidelity-samples 40] [--only search,learned,fidelity] [--jobs 2]
+      [--rl-models bert-large] [--rl-seeds 3] [--corpus-graphs 12] [--pretrain-samples 32]
+"""
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG = os.path.join(ROOT, "configs", "mcm-ring-36.json")
+THRESHOLDS = [1.1, 1.2, 1.3]
+
+
+def partition(tessera, model, search, seed, samples, score_by):
+    """One `tessera partition` run; its results JSON (or {"error": ...})."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = [tessera, "partition", "--config", CONFIG, "--workload", model, "--search", search,
+               "--seed", str(seed), "--budget-samples", str(samples), "--score-by", score_by,
+               "--results", out]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            return {"error": (p.stderr or p.stdout).strip(), "command": " ".join(cmd)}
+        with open(out) as f:
+            return json.load(f)
+
+
+def first_reaching(curve, level):
+    for s in curve:
+        if s["best_per_second"] >= level:
+            return s["sample"]
+    return None
+
+
+def mean_std(xs):
+    m = sum(xs) / len(xs)
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
+
+
+def rows_for(model, method, results, base):
+    ok = [r for r in results if "error" not in r]
+    cells = []
+    for t in THRESHOLDS:
+        hits = [first_reaching(r["convergence"], t * base) for r in ok]
+        hits = [h for h in hits if h is not None]
+        if not hits:
+            cells.append("N.A.")
+        else:
+            m, s = mean_std(hits)
+            cells.append(f"{m:.0f} ± {s:.0f} ({len(hits)}/{len(ok)})")
+    bests = [r["convergence"][-1]["best_per_second"] / base for r in ok]
+    if not bests:
+        return f"| {model} | {method} | failed: {results[0].get('error', '?')[-200:]} |"
+    m, s = mean_std(bests)
+    oom = sum(sum(1 for c in r["convergence"] if not c["fits"]) for r in ok)
+    n = sum(len(r["convergence"]) for r in ok)
+    return f"| {model} | {method} | " + " | ".join(cells) + f" | {m:.2f}x ± {s:.2f} | {oom}/{n} |"
+
+
+def greedy_base(args, model, cache):
+    if model not in cache:
+        cache[model] = partition(args.tessera, model, "greedy", 1, 10, "model")
+    g = cache[model]
+    return None if "error" in g else g["convergence"][-1]["best_per_second"]
+
+
+def search_rows(args, pool, cache):
+    rows, data = [], {}
+    for model in args.models:
+        base = greedy_base(args, model, cache)
+        if base is None:
+            print(f"{model}: greedy failed: {cache[model]['error']}", file=sys.stderr)
+            data[model] = {"greedy": cache[model]}
+            continue
+        runs = {m: list(pool.map(lambda s, m=m: partition(args.tessera, model, m, s, args.samples, "model"),
+                                 range(1, args.seeds + 1)))
+                for m in ("random", "sa")}
+        data[model] = {"greedy": cache[model], **runs}
+        for method, results in runs.items():
+            rows.append(rows_for(model, method, results, base))
+    return rows, data
+
+
+def rl(args, cmd_args):
+    cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "partition_rl.py")] + cmd_args + ["--tessera", args.tessera]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"error": (p.stderr or p.stdout).strip()[-2000:], "command": " ".join(cmd)}
+    return {"ok": True}
+
+
+def learned_rows(args, pool, cache):
+    corpus = os.path.join(args.out, "corpus")
+    policy = os.path.join(args.out, "policy.pt")
+    r = rl(args, ["corpus", "--out", corpus, "--graphs", str(args.corpus_graphs)])
+    r = r if "error" in r else rl(args, ["pretrain", "--corpus", corpus, "--out", policy,
+                                         "--samples-per-graph", str(args.pretrain_samples)])
+    if "error" in r:
+        print(f"pre-training failed: {r['error']}", file=sys.stderr)
+        return [], {"error": r}
+    rows, data = [], {}
+    for model in args.rl_models:
+        base = greedy_base(args, model, cache)
+        if base is None:
+            continue
+        data[model] = {}
+        for label, init in (("learned, scratch", []), ("learned, fine-tuned", ["--init", policy])):
+            def one(seed, init=init, label=label):
+                stem = os.path.basename(model).replace(".json", "")
+                out = os.path.join(args.out, f"rl-{stem}-{'ft' if init else 'scratch'}-{seed}.json")
+                res = rl(args, ["train", "--workload", model, "--samples", str(args.samples), "--seed", str(seed),
+                                "--out", out, "--quiet"] + init)
+                if "error" in res:
+                    return res
+                with open(out) as f:
+                    return json.load(f)
+            results = list(pool.map(one, range(1, args.rl_seeds + 1)))
+            data[model][label] = results
+            rows.append(rows_for(model, label, results, base))
+    return rows, data
+
+
+def pearson(xs, ys):
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
+
+
+def fidelity(args):
+    r = partition(args.tessera, "bert-large", "random", 11, args.fidelity_samples, "simulate")
+    if "error" in r:
+        return f"fidelity run failed: {r['error']}\n", r
+    fit = [s for s in r["convergence"] if s["fits"]]
+    xs = [s["predicted_per_second"] for s in fit]
+    ys = [s["throughput_per_second"] for s in fit]
+    rr = pearson(xs, ys) if len(fit) > 2 else float("nan")
+    n = len(r["convergence"])
+    text = (f"BERT-large, {n} random solver-valid placements on mcm-ring-36: Pearson R between the cost model's "
+            f"and the simulator's throughput {rr:.2f} over the {len(fit)} that fit; "
+            f"{n - len(fit)} of {n} ({100.0 * (n - len(fit)) / max(n, 1):.1f}%) do not fit a chip's memory when "
+            f"compiled (the dynamic check).\n")
+    return text, {"pearson_r": rr, "samples": n, "fit": len(fit), "run": r}
+
+
+def plot(everything, out, cache):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    models = set(everything.get("search", {})) | set(everything.get("learned", {}))
+    colors = {"random": "tab:blue", "sa": "tab:red", "learned, scratch": "tab:gray", "learned, fine-tuned": "tab:green"}
+    for model in sorted(models):
+        g = cache.get(model, {})
+        if "error" in g or "convergence" not in g:
+            continue
+        base = g["convergence"][-1]["best_per_second"]
+        runs = {k: v for k, v in everything.get("search", {}).get(model, {}).items() if k in colors}
+        runs.update(everything.get("learned", {}).get(model, {}))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for method, results in runs.items():
+            for i, r in enumerate(results):
+                if "error" in r:
+                    continue
+                c = r["convergence"]
+                ax.plot([x["sample"] for x in c], [x["best_per_second"] / base for x in c], color=colors[method],
+                        alpha=0.6, label=method if i == 0 else None)
+        ax.set_xlabel("samples")
+        ax.set_ylabel("best throughput / greedy (cost model)")
+        ax.set_title(f"{model} on 36 chiplets")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"convergence-{os.path.basename(model).replace('.json', '')}.png"), dpi=120)
+        plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "cli", "tessera"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "partition"))
+    ap.add_argument("--models", default="bert-large,vit-base,resnet-18,nerf")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--samples", type=int, default=40)
+    ap.add_argument("--fidelity-samples", type=int, default=40)
+    ap.add_argument("--only", default="search,learned,fidelity")
+    ap.add_argument("--rl-models", default="bert-large")
+    ap.add_argument("--rl-seeds", type=int, default=3)
+    ap.add_argument("--corpus-graphs", type=int, default=12)
+    ap.add_argument("--pretrain-samples", type=int, default=32)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    args.models = [m for m in args.models.split(",") if m]
+    args.rl_models = [m for m in args.rl_models.split(",") if m]
+    only = set(args.only.split(","))
+    os.makedirs(args.out, exist_ok=True)
+    report, everything, cache = "", {}, {}
+    head = ("| model | search | " + " | ".join(f"≥{t:.1f}x greedy" for t in THRESHOLDS) +
+            " | best at the end | out of memory |\n|---|---|" + "---|" * (len(THRESHOLDS) + 2))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        rows = []
+        if "search" in only:
+            r, data = search_rows(args, pool, cache)
+            rows += r
+            everything["search"] = data
+        if "learned" in only:
+            r, data = learned_rows(args, pool, cache)
+            rows += r
+            everything["learned"] = data
+        if rows:
+            report += (f"Samples to reach a throughput over greedy's (cost model), {args.seeds} seeds (learned: "
+                       f"{args.rl_seeds}) x {args.samples} samples, mcm-ring-36; a cell is mean ± std over the "
+                       f"seeds that reach it (how many):\n\n" + head + "\n" + "\n".join(rows) + "\n\n")
+        plot(everything, args.out, cache)
+        if "fidelity" in only:
+            text, data = fidelity(args)
+            report += text
+            everything["fidelity"] = data
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(everything, f, indent=1)
+    with open(os.path.join(args.out, "tables.md"), "w") as f:
+        f.write(report)
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
