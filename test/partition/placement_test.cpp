@@ -112,6 +112,19 @@ TEST_CASE("the solver finds a valid placement exactly when brute force does, and
     } else {
       ++unsat;
     }
+    // The searches' settings: topological order, restarts after 2 undone assignments. Without
+    // memory nothing heuristic prunes and the answer is exact; with it, the next-fit heuristic
+    // may give up on a placement that exists, but never claims Unsat for one or solves none.
+    o.order = partition::SolverOptions::Topological;
+    o.restart_failures = 2;
+    const SolveResult t = partition::solve_sample(g, chips, {}, o);
+    if (g.chip_capacity_bytes == 0) {
+      REQUIRE(t.status != SolveResult::GaveUp);
+      CHECK((t.status == SolveResult::Solved) == exists);
+    } else {
+      CHECK(t.status != (exists ? SolveResult::Unsat : SolveResult::Solved));
+    }
+    if (t.status == SolveResult::Solved) CHECK_FALSE(partition::check(g, t.placement, chips));
   }
   CHECK(solved > 50);  // both outcomes are exercised
   CHECK(unsat > 10);
