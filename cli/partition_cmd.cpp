@@ -28,6 +28,9 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
   cmd->add_option("--seed", a.seed, "search seed (same seed, same samples)")->capture_default_str();
   cmd->add_option("--micro-batches", a.micro_batches, "micro-batches through the pipeline (each of --batch)")
       ->check(CLI::Range(2u, 1u << 16))->capture_default_str();
+  cmd->add_option("--weights-share", a.weights_share, "share of a chip's scratchpads the static memory check lets "
+                                                      "weights take (the compiler's lowering is the full check)")
+      ->check(CLI::Range(0.01, 1.0))->capture_default_str();
   cmd->add_option("--placement", a.placement, "evaluate this placement JSON (docs/partition.md) instead of searching");
   cmd->add_option("--out", a.out, "write the best placement JSON here");
   cmd->add_option("--results", a.results, "write the results JSON (convergence, per-chip times, pipeline) here");
@@ -142,10 +145,11 @@ int partition_cmd(const PartitionArgs& a) {
   const ir::Workload w = load_workload(a.model);
   const compiler::CompileOptions co = compile_options(a.model, cfg);
   const std::uint32_t chips = cfg.system.chips;
-  // The static stand-in for memory: weights may take 3/4 of a chip's scratchpads, the rest is
-  // left for activations, operands in their active layouts and the shift buffer. The compiler's
-  // lowering of each chip's share is the full check.
-  const partition::Graph g = partition::operator_graph(w, std::uint64_t{cfg.chip.cores} * cfg.chip.core.sram_bytes / 4 * 3);
+  // The static stand-in for memory: weights may take a share of a chip's scratchpads (3/4 by
+  // default), the rest is left for activations, operands in their active layouts and the shift
+  // buffer. The compiler's lowering of each chip's share is the full check.
+  const auto capacity = static_cast<std::uint64_t>(a.weights_share * double(cfg.chip.cores) * double(cfg.chip.core.sram_bytes));
+  const partition::Graph g = partition::operator_graph(w, capacity);
   if (!a.serve)
     fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} chips of {} cores, weights up to {:.1f} MiB each\n",
                w.name, g.nodes, double(w.weight_bytes()) / (1 << 20), cfg.name, chips, cfg.chip.cores,
