@@ -145,7 +145,7 @@ int partition_cmd(const PartitionArgs& a) {
   const ir::Workload w = load_workload(a.model);
   const compiler::CompileOptions co = compile_options(a.model, cfg);
   const std::uint32_t chips = cfg.system.chips;
-  // The static stand-in for memory: weights may take a share of a chip's scratchpads (3/4 by
+  // The static stand-in for memory: weights may take a share of a chip's scratchpads (0.6 by
   // default), the rest is left for activations, operands in their active layouts and the shift
   // buffer. The compiler's lowering of each chip's share is the full check.
   const auto capacity = static_cast<std::uint64_t>(a.weights_share * double(cfg.chip.cores) * double(cfg.chip.core.sram_bytes));

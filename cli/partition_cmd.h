@@ -14,7 +14,7 @@ struct PartitionArgs {
   double budget_seconds = 0;
   std::uint64_t seed = 1;
   std::uint32_t micro_batches = 4;
-  double weights_share = 0.75;     // of a chip's scratchpads, for weights in the static check
+  double weights_share = 0.6;      // of a chip's scratchpads, for weights in the static check
   std::string placement;           // evaluate this placement instead of searching
   std::string out, results, program;
   bool one_chip = false;           // also run the whole model on one chip, for the ratio
