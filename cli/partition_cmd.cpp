@@ -164,6 +164,11 @@ int partition_cmd(const PartitionArgs& a) {
       return {compiler::run_pipeline(m, cfg, a.micro_batches, false).throughput_per_second, true, predicted};
     } catch (const compiler::ChipFitError&) {
       return {0.0, false};
+    } catch (const Error& e) {
+      // Any other failure of one sample (a simulation error, say) is reported and scored 0, so
+      // that a long search does not lose what it has found.
+      fmt::print(stderr, "partition: a sample failed, scored 0: {}\n", e.what());
+      return {0.0, false};
     }
   };
 
