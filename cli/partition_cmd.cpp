@@ -190,7 +190,7 @@ int partition_cmd(const PartitionArgs& a) {
     Json conv = Json::array();
     for (const auto& s : r.samples) {
       conv.push_back({{"sample", s.index}, {"throughput_per_second", s.throughput}, {"best_per_second", s.best},
-                      {"fits", s.fits}, {"predicted_per_second", s.predicted}, {"seconds", s.seconds}});
+                      {"fits", s.fits}, {"predicted_per_second", s.predicted}});
       if (s.best == s.throughput && s.fits)
         fmt::print("sample {:5}: {:10.2f} micro-batches/s by the {}  (new best, {:.1f} s)\n", s.index, s.throughput,
                    a.score_by == "model" ? "cost model" : "simulator", s.seconds);
@@ -226,8 +226,7 @@ int partition_cmd(const PartitionArgs& a) {
   results["chips"] = chips_json;
   results["pipeline"] = {{"latency_cycles", run.latency_cycles}, {"total_cycles", run.total_cycles},
                          {"interval_cycles", run.interval_cycles}, {"throughput_per_second", run.throughput_per_second},
-                         {"predicted_interval_cycles", m.predicted_interval_cycles},
-                         {"compile_cpu_seconds", m.compile_seconds}, {"simulate_cpu_seconds", run.pipeline_sim_seconds}};
+                         {"predicted_interval_cycles", m.predicted_interval_cycles}};
   results["placement"] = placement_json(w, cfg, best);
   if (a.one_chip) {
     try {
