@@ -77,20 +77,50 @@ Json placement_json(const ir::Workload& w, const sim::Config& cfg, const partiti
   return {{"workload", w.name}, {"config", cfg.name}, {"chips", cfg.system.chips}, {"chips_used", used}, {"operators", ops}};
 }
 
-// One chip's line of the final table.
-struct ChipRow {
-  std::size_t operators = 0;
-  Bytes weight_bytes = 0, sent_bytes = 0;
-};
-
-std::vector<ChipRow> chip_rows(const compiler::PlacedModel& m) {
-  std::vector<ChipRow> rows(m.chips.size());
-  for (std::size_t c = 0; c < rows.size(); ++c) {
-    rows[c].operators = m.split.chips[c].ops().size();
-    rows[c].weight_bytes = m.split.chips[c].weight_bytes();
+// The final table, one line per chip, printed and as the results file's "chips".
+Json chip_table(const compiler::PlacedModel& m, const compiler::PipelineRun& run) {
+  fmt::print("{:>5} {:>9} {:>12} {:>12} {:>14} {:>14}\n", "chip", "operators", "weights MiB", "sends KiB",
+             "predicted cyc", "simulated cyc");
+  Json chips = Json::array();
+  for (std::size_t c = 0; c < m.chips.size(); ++c) {
+    const ir::Workload& share = m.split.chips[c];
+    const double predicted = m.chips[c].schedule.predicted_cycles;
+    fmt::print("{:>5} {:>9} {:>12.2f} {:>12.1f} {:>14.0f} {:>14}\n", c, share.ops().size(),
+               double(share.weight_bytes()) / (1 << 20), double(m.sent_bytes[c]) / 1024, predicted, run.chip_cycles[c]);
+    chips.push_back({{"chip", c}, {"operators", share.ops().size()}, {"weight_bytes", share.weight_bytes()},
+                     {"sent_bytes", m.sent_bytes[c]}, {"predicted_cycles", predicted},
+                     {"simulated_cycles", run.chip_cycles[c]}});
   }
-  for (const auto& x : m.split.crossings) rows[x.from].sent_bytes += x.bytes;
-  return rows;
+  return chips;
+}
+
+// The search the arguments ask for; prints each new best and writes the convergence into
+// `results`. Throws when no sample fits.
+partition::Placement run_search(const PartitionArgs& a, const partition::Graph& g, std::uint32_t chips,
+                                const partition::Evaluate& evaluate, Json& results) {
+  partition::SearchOptions so;
+  so.method = a.search;
+  so.budget_samples = a.search == "greedy" ? 10 : a.budget_samples;
+  so.budget_seconds = a.budget_seconds;
+  so.seed = a.seed;
+  const partition::SearchResult r = partition::search(g, chips, evaluate, so);
+  Json conv = Json::array();
+  for (const auto& s : r.samples) {
+    conv.push_back({{"sample", s.index}, {"throughput_per_second", s.throughput}, {"best_per_second", s.best},
+                    {"fits", s.fits}, {"predicted_per_second", s.predicted}});
+    if (s.best == s.throughput && s.fits)
+      fmt::print("sample {:5}: {:10.2f} micro-batches/s by the {}  (new best, {:.1f} s)\n", s.index, s.throughput,
+                 a.score_by == "model" ? "cost model" : "simulator", s.seconds);
+  }
+  fmt::print("{} samples, {} out of memory on a chip (the compiler's check), {} solver runs without a placement\n",
+             r.samples.size(), r.out_of_memory, r.unsat);
+  results["convergence"] = conv;
+  results["out_of_memory"] = r.out_of_memory;
+  results["unsat"] = r.unsat;
+  if (r.best.empty())
+    throw Error(fmt::format("partition: no sample of {} fits the chips of {}", results["workload"].get<std::string>(),
+                            results["config"].get<std::string>()));
+  return r.best;
 }
 
 // --serve: a learner outside (scripts/partition_rl.py) proposes placements, this process repairs
@@ -181,49 +211,17 @@ int partition_cmd(const PartitionArgs& a) {
     best = read_placement(a.placement, w, chips);
     results["search"] = "given";
   } else {
-    partition::SearchOptions so;
-    so.method = a.search;
-    so.budget_samples = a.search == "greedy" ? 10 : a.budget_samples;
-    so.budget_seconds = a.budget_seconds;
-    so.seed = a.seed;
-    const partition::SearchResult r = partition::search(g, chips, evaluate, so);
-    Json conv = Json::array();
-    for (const auto& s : r.samples) {
-      conv.push_back({{"sample", s.index}, {"throughput_per_second", s.throughput}, {"best_per_second", s.best},
-                      {"fits", s.fits}, {"predicted_per_second", s.predicted}});
-      if (s.best == s.throughput && s.fits)
-        fmt::print("sample {:5}: {:10.2f} micro-batches/s by the {}  (new best, {:.1f} s)\n", s.index, s.throughput,
-                   a.score_by == "model" ? "cost model" : "simulator", s.seconds);
-    }
-    fmt::print("{} samples, {} out of memory on a chip (the compiler's check), {} solver runs without a placement\n",
-               r.samples.size(), r.out_of_memory, r.unsat);
-    results["convergence"] = conv;
-    results["out_of_memory"] = r.out_of_memory;
-    results["unsat"] = r.unsat;
-    if (r.best.empty()) throw Error(fmt::format("partition: no sample of {} fits the chips of {}", w.name, cfg.name));
-    best = r.best;
+    best = run_search(a, g, chips, evaluate, results);
   }
 
   const compiler::PlacedModel m = compiler::compile_placed(w, best, cfg, co);
   const compiler::PipelineRun run = compiler::run_pipeline(m, cfg, a.micro_batches, true);
-  const auto rows = chip_rows(m);
-  fmt::print("{:>5} {:>9} {:>12} {:>12} {:>14} {:>14}\n", "chip", "operators", "weights MiB", "sends KiB",
-             "predicted cyc", "simulated cyc");
-  Json chips_json = Json::array();
-  for (std::size_t c = 0; c < rows.size(); ++c) {
-    fmt::print("{:>5} {:>9} {:>12.2f} {:>12.1f} {:>14.0f} {:>14}\n", c, rows[c].operators,
-               double(rows[c].weight_bytes) / (1 << 20), double(rows[c].sent_bytes) / 1024, m.predicted_chip_cycles[c],
-               run.chip_cycles[c]);
-    chips_json.push_back({{"chip", c}, {"operators", rows[c].operators}, {"weight_bytes", rows[c].weight_bytes},
-                          {"sent_bytes", rows[c].sent_bytes}, {"predicted_cycles", m.predicted_chip_cycles[c]},
-                          {"simulated_cycles", run.chip_cycles[c]}});
-  }
+  results["chips"] = chip_table(m, run);
   fmt::print("pipeline of {} micro-batches on {} chips: latency {} cycles, interval {:.0f} cycles (predicted {:.0f}), "
              "{:.2f} micro-batches/s\n", a.micro_batches, m.chips.size(), run.latency_cycles, run.interval_cycles,
              m.predicted_interval_cycles, run.throughput_per_second);
   fmt::print("one sample: compile {:.2f} CPU-s, simulate {:.2f} CPU-s (both pipeline runs)\n", m.compile_seconds,
-             run.pipeline_sim_seconds);
-  results["chips"] = chips_json;
+             run.sim_seconds);
   results["pipeline"] = {{"latency_cycles", run.latency_cycles}, {"total_cycles", run.total_cycles},
                          {"interval_cycles", run.interval_cycles}, {"throughput_per_second", run.throughput_per_second},
                          {"predicted_interval_cycles", m.predicted_interval_cycles}};

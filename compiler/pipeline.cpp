@@ -33,6 +33,7 @@ PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f,
   if (cfg.system.chips < 2) throw Error(fmt::format("placing '{}' on chips: config '{}' has one chip", w.name, cfg.name));
   const double t0 = sim::process_cpu_seconds();
   PlacedModel m;
+  m.workload = w.name;
   m.split = partition::split_workload(w, f, cfg.system.chips);
   const sim::Config chip = one_chip(cfg);
   for (std::size_t c = 0; c < m.split.chips.size(); ++c) {
@@ -41,9 +42,8 @@ PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f,
     } catch (const schedule::DoesNotFit& e) {
       throw ChipFitError(fmt::format("chip {}: {}", c, e.what()), static_cast<std::uint32_t>(c));
     }
-    m.predicted_chip_cycles.push_back(m.chips.back().schedule.predicted_cycles);
   }
-  std::vector<double> sent(m.chips.size(), 0.0);
+  m.sent_bytes.assign(m.chips.size(), 0);
   for (const auto& x : m.split.crossings) {
     const ir::Workload& from = m.split.chips[x.from];
     const ir::Workload& to = m.split.chips[x.to];
@@ -52,42 +52,40 @@ PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f,
                           lower::home_views(from, m.chips[x.from].schedule, x.tensor, cfg.chip.cores),
                           lower::stripes(to.tensor(x.tensor), cfg.chip.cores)};
     m.transfers.push_back(std::move(t));
-    sent[x.from] += static_cast<double>(x.bytes);
+    m.sent_bytes[x.from] += x.bytes;
   }
   const double bw = slowest_link_bytes_per_cycle(cfg);
   for (std::size_t c = 0; c < m.chips.size(); ++c)
-    m.predicted_interval_cycles = std::max(m.predicted_interval_cycles, m.predicted_chip_cycles[c] + sent[c] / bw);
+    m.predicted_interval_cycles = std::max(m.predicted_interval_cycles, m.chips[c].schedule.predicted_cycles +
+                                                                            static_cast<double>(m.sent_bytes[c]) / bw);
   m.compile_seconds = sim::process_cpu_seconds() - t0;
   return m;
 }
 
 lower::Lowered join(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches) {
-  std::vector<lower::Lowered> programs;
-  for (const auto& c : m.chips) programs.push_back(c.program);
-  const std::string name = m.split.chips.empty() ? std::string("placed") : m.split.chips.front().name;
-  return lower::join_chips(programs, m.transfers, cfg,  micro_batches,
-                           fmt::format("{} on {} chips, {} micro-batches", name.substr(0, name.rfind('@')),
-                                       m.chips.size(), micro_batches));
+  std::vector<const lower::Lowered*> programs;
+  for (const auto& c : m.chips) programs.push_back(&c.program);
+  return lower::join_chips(programs, m.transfers, cfg, micro_batches,
+                           fmt::format("{} on {} chips, {} micro-batches", m.workload, m.chips.size(), micro_batches));
 }
 
 PipelineRun run_pipeline(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches, bool chip_alone) {
   if (micro_batches < 2) throw Error("a pipeline's interval needs at least 2 micro-batches");
   PipelineRun r;
   r.micro_batches = micro_batches;
-  auto cycles = [&](const lower::Lowered& p, const sim::Config& c) {
+  auto cycles = [&](const lower::Lowered& p, const sim::Config& c, double* seconds) {
     const sim::SimOutcome o = sim::simulate(c, p.program(c));
-    r.sim_seconds += o.host_cpu_seconds;
+    if (seconds) *seconds += o.host_cpu_seconds;
     return o.results["total_cycles"].get<std::uint64_t>();
   };
-  r.latency_cycles = cycles(join(m, cfg, 1), cfg);
-  r.total_cycles = cycles(join(m, cfg, micro_batches), cfg);
+  r.latency_cycles = cycles(join(m, cfg, 1), cfg, &r.sim_seconds);
+  r.total_cycles = cycles(join(m, cfg, micro_batches), cfg, &r.sim_seconds);
   r.interval_cycles = static_cast<double>(r.total_cycles - std::min(r.total_cycles, r.latency_cycles)) /
                       static_cast<double>(micro_batches - 1);
   r.throughput_per_second = r.interval_cycles > 0 ? cfg.clock_ghz * 1e9 / r.interval_cycles : 0.0;
-  r.pipeline_sim_seconds = r.sim_seconds;
   if (chip_alone) {
     const sim::Config one = one_chip(cfg);
-    for (const auto& c : m.chips) r.chip_cycles.push_back(cycles(c.program, one));
+    for (const auto& c : m.chips) r.chip_cycles.push_back(cycles(c.program, one, nullptr));
   }
   return r;
 }

@@ -23,10 +23,11 @@ struct ChipFitError : Error {
 sim::Config one_chip(const sim::Config& cfg);
 
 struct PlacedModel {
+  std::string workload;
   partition::Split split;
   std::vector<Compiled> chips;                   // chip c's share, compiled for one chip
   std::vector<lower::ChipTransfer> transfers;    // split.crossings with their layouts
-  std::vector<double> predicted_chip_cycles;     // the cost model's time of each chip's share
+  std::vector<Bytes> sent_bytes;                 // per chip, what it sends to later chips
   double compile_seconds = 0;
   // The cost model's pipeline: the slowest chip, counting the bytes it sends at the chip link's
   // rate (the fast estimate a search ranks placements by before simulating).
@@ -49,8 +50,7 @@ struct PipelineRun {
   std::uint32_t micro_batches = 0;
   std::vector<std::uint64_t> chip_cycles;  // each chip's share of one micro-batch, simulated alone
   double throughput_per_second = 0;    // micro-batches per second at the steady-state interval
-  double sim_seconds = 0;              // host CPU time of the simulations
-  double pipeline_sim_seconds = 0;     // of the two pipeline runs only
+  double sim_seconds = 0;              // host CPU time of the two pipeline runs
 };
 
 // Simulates the placed model with one micro-batch (latency) and with `micro_batches` (the

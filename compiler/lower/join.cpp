@@ -212,7 +212,7 @@ Bytes peak_of(const std::vector<LItem>& items) {
 
 }  // namespace
 
-Lowered join_chips(const std::vector<Lowered>& chips, const std::vector<ChipTransfer>& transfers,
+Lowered join_chips(const std::vector<const Lowered*>& chips, const std::vector<ChipTransfer>& transfers,
                    const sim::Config& system, std::uint32_t micro_batches, const std::string& name) {
   if (chips.empty()) throw Error("joining chip programs: there are none");
   if (chips.size() > system.system.chips)
@@ -221,15 +221,15 @@ Lowered join_chips(const std::vector<Lowered>& chips, const std::vector<ChipTran
   if (micro_batches == 0) throw Error("joining chip programs: micro-batches must be at least 1");
   const std::uint32_t n = system.chip.cores;
   for (std::size_t c = 0; c < chips.size(); ++c) {
-    if (chips[c].cores.size() != n)
+    if (chips[c]->cores.size() != n)
       throw Error(fmt::format("joining chip programs: chip {}'s program is for {} cores, config '{}' has {} per chip", c,
-                              chips[c].cores.size(), system.name, n));
-    if (chips[c].functional != chips.front().functional)
+                              chips[c]->cores.size(), system.name, n));
+    if (chips[c]->functional != chips.front()->functional)
       throw Error("joining chip programs: some are functional and some are not");
   }
-  Joiner j(system, name, chips.front().functional);
+  Joiner j(system, name, chips.front()->functional);
   std::vector<std::vector<std::vector<LItem>>> local;
-  for (std::size_t c = 0; c < chips.size(); ++c) local.push_back(j.add_chip(chips[c], static_cast<std::uint32_t>(c)));
+  for (std::size_t c = 0; c < chips.size(); ++c) local.push_back(j.add_chip(*chips[c], static_cast<std::uint32_t>(c)));
   const std::uint32_t total = system.total_cores();
   std::vector<std::vector<std::uint32_t>> recvs(total);
   std::vector<std::vector<std::pair<std::size_t, std::uint32_t>>> sends(total);  // (after item, relayout)

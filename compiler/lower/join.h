@@ -34,7 +34,8 @@ struct ChipTransfer {
 // allocated once, before the first micro-batch. Sends are eager, so a chip that finished sending
 // goes on with its next micro-batch while the receivers are still busy with the previous one.
 // micro_batches 1: no repeat. Throws Error when the chips do not fit the system.
-Lowered join_chips(const std::vector<Lowered>& chips, const std::vector<ChipTransfer>& transfers,
+// `chips` are not copied: a search joins the same chip programs twice per sample.
+Lowered join_chips(const std::vector<const Lowered*>& chips, const std::vector<ChipTransfer>& transfers,
                    const sim::Config& system, std::uint32_t micro_batches, const std::string& name);
 
 }  // namespace tessera::lower

@@ -59,11 +59,10 @@ std::optional<Violation> triangle(const Graph& g, const Placement& f, std::uint3
   return std::nullopt;
 }
 
-std::optional<Violation> memory(const Graph& g, const Placement& f, std::uint32_t chips, const std::vector<bool>* fixed) {
+std::optional<Violation> memory(const Graph& g, const Placement& f, std::uint32_t chips) {
   if (g.chip_capacity_bytes == 0 || g.node_bytes.empty()) return std::nullopt;
   std::vector<std::uint64_t> load(chips, 0);
-  for (std::uint32_t n = 0; n < g.nodes; ++n)
-    if (!fixed || (*fixed)[n]) load[f[n]] += g.node_bytes[n];
+  for (std::uint32_t n = 0; n < g.nodes; ++n) load[f[n]] += g.node_bytes[n];
   for (std::uint32_t c = 0; c < chips; ++c)
     if (load[c] > g.chip_capacity_bytes)
       return Violation{Violation::Memory, fmt::format("chip {} holds {} bytes of operators, more than its {}", c,
@@ -310,17 +309,9 @@ class Search {
         if (!span(spans_[s], work)) return false;
       const std::uint64_t lo = at_least(lowest(dom_[n])), hi = at_most(highest(dom_[n]));
       for (std::uint32_t v : out_[n])
-        if ((dom_[v] & lo) != dom_[v]) {
-          set(v, dom_[v] & lo);
-          if (dom_[v] == 0) return false;
-          work.push_back(v);
-        }
+        if (!restrict(v, lo, work)) return false;
       for (std::uint32_t u : in_[n])
-        if ((dom_[u] & hi) != dom_[u]) {
-          set(u, dom_[u] & hi);
-          if (dom_[u] == 0) return false;
-          work.push_back(u);
-        }
+        if (!restrict(u, hi, work)) return false;
     }
     return true;
   }
@@ -329,33 +320,38 @@ class Search {
   bool consistent() {
     std::vector<bool> fixed(g_.nodes);
     Placement f(g_.nodes, 0);
-    std::uint64_t used = 0, open = 0;
+    std::vector<std::uint64_t> load(chips_, 0);  // bytes of the decided nodes per chip
+    std::uint64_t used = 0, open = 0, pending = 0;  // pending: bytes of the undecided nodes
     std::uint32_t top = 0;
+    const bool sized = g_.chip_capacity_bytes > 0 && !g_.node_bytes.empty();
     for (std::uint32_t n = 0; n < g_.nodes; ++n) {
-      fixed[n] = (dom_[n] & (dom_[n] - 1)) == 0;
+      fixed[n] = single(dom_[n]);
+      const std::uint64_t bytes = sized ? g_.node_bytes[n] : 0;
       if (fixed[n]) {
         f[n] = lowest(dom_[n]);
         used |= dom_[n];
         top = std::max(top, f[n]);
+        load[f[n]] += bytes;
       } else {
         open |= dom_[n];
+        pending += bytes;
       }
     }
     const std::uint64_t below = at_most(top), empty = below & ~used;
     if ((empty & ~open) != 0) return false;  // a chip below one in use that nothing can fill
     if (!fillable(empty, fixed)) return false;  // ... or not enough undecided nodes to fill them all
-    if (triangle(g_, f, chips_, &fixed) || memory(g_, f, chips_, &fixed)) return false;
-    return room_left(fixed, f, open) && next_fit(fixed, f, top);
+    if (triangle(g_, f, chips_, &fixed)) return false;
+    if (!sized) return true;
+    for (std::uint64_t l : load)
+      if (l > g_.chip_capacity_bytes) return false;
+    return room_left(load, open, pending) && next_fit(fixed, load[top], top);
   }
   // Topological order only, a heuristic: the undecided nodes, in the order they will be
   // decided, packed from the highest chip in use onwards (next fit) need no chip past the last.
   // On a chain that is exact; on a DAG whose branches could go back to lower chips it may
   // prune a placement that exists, so a search it pruned ends GaveUp, never Unsat.
-  bool next_fit(const std::vector<bool>& fixed, const Placement& f, std::uint32_t top) {
-    if (opt_.order != SolverOptions::Topological || g_.chip_capacity_bytes == 0 || g_.node_bytes.empty()) return true;
-    std::uint64_t used = 0;
-    for (std::uint32_t n = 0; n < g_.nodes; ++n)
-      if (fixed[n] && f[n] == top) used += g_.node_bytes[n];
+  bool next_fit(const std::vector<bool>& fixed, std::uint64_t used, std::uint32_t top) {
+    if (opt_.order != SolverOptions::Topological) return true;
     std::uint32_t chip = top;
     for (std::uint32_t n : order_) {
       if (fixed[n]) continue;
@@ -402,14 +398,7 @@ class Search {
   }
   // The undecided nodes' bytes fit in what is left on the chips they may still use (a
   // necessary condition: it sees the room as one pool).
-  bool room_left(const std::vector<bool>& fixed, const Placement& f, std::uint64_t open) const {
-    if (g_.chip_capacity_bytes == 0 || g_.node_bytes.empty()) return true;
-    std::vector<std::uint64_t> load(chips_, 0);
-    std::uint64_t pending = 0;
-    for (std::uint32_t n = 0; n < g_.nodes; ++n) {
-      if (fixed[n]) load[f[n]] += g_.node_bytes[n];
-      else pending += g_.node_bytes[n];
-    }
+  bool room_left(const std::vector<std::uint64_t>& load, std::uint64_t open, std::uint64_t pending) const {
     std::uint64_t room = 0;
     for (std::uint32_t c = 0; c < chips_; ++c)
       if ((open >> c & 1) && load[c] < g_.chip_capacity_bytes) room += g_.chip_capacity_bytes - load[c];
@@ -468,7 +457,7 @@ std::optional<Violation> check(const Graph& g, const Placement& f, std::uint32_t
                        fmt::format("chip {} holds no operator, but chip {} does ({}): the chips in use must be 0, "
                                    "1, ... with none skipped", c, top, g.name_of(static_cast<std::uint32_t>(holder[top])))};
   if (auto t = triangle(g, f, chips, nullptr)) return t;
-  return memory(g, f, chips, nullptr);
+  return memory(g, f, chips);
 }
 
 SolveResult solve_sample(const Graph& g, std::uint32_t chips, const std::vector<std::vector<double>>& p,

@@ -75,7 +75,7 @@ class Searcher {
     return std::move(s.placement);
   }
 
-  double evaluate(const Placement& f) {
+  const Sample& evaluate(const Placement& f) {
     const Score s = eval_(f);
     Sample x;
     x.index = r_.samples.size() + 1;
@@ -90,7 +90,7 @@ class Searcher {
     x.best = r_.best_throughput;
     x.seconds = seconds();
     r_.samples.push_back(x);
-    return x.throughput;
+    return r_.samples.back();
   }
 
   void random() {
@@ -118,7 +118,7 @@ class Searcher {
         }
       auto f = sample(q);
       if (!f) continue;
-      const double t = evaluate(*f);
+      const double t = evaluate(*f).throughput;
       const double scale = std::max(temperature * r_.best_throughput, 1e-300);
       if (current < 0 || t >= current || unit(rng_) < std::exp((t - current) / scale)) {
         p = std::move(q);
@@ -129,7 +129,6 @@ class Searcher {
   }
 
   SearchResult result() { return std::move(r_); }
-  bool fits_last() const { return !r_.samples.empty() && r_.samples.back().fits; }
 
  private:
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
@@ -152,9 +151,7 @@ SearchResult search(const Graph& g, std::uint32_t chips, const Evaluate& evaluat
   if (o.method == "greedy") {
     // The heuristic backs off: a tenth less fill each time the chips' compiler says no.
     for (int k = 10; k >= 1 && s.budget_left(); --k) {
-      const Placement f = greedy(g, chips, k / 10.0, o.seed);
-      s.evaluate(f);
-      if (s.fits_last()) break;
+      if (s.evaluate(greedy(g, chips, k / 10.0, o.seed)).fits) break;
     }
   } else if (o.method == "random") {
     s.random();
