@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "compiler/cost/roofline.h"
 #include "compiler/ir/workload_json.h"
 #include "sim/common/error.h"
 #include "sim/results/results.h"
@@ -160,6 +161,10 @@ int run_cmd(const CompileArgs& a) {
   so.in_process = true;  // one simulation per command
   sim::SimOutcome o = sim::simulate(cfg, prog, so);
   Json report = compiler::operator_report(w, c, o.results);
+  const cost::Roofline roof = cost::model_roofline(w, cfg, cfg.total_cores());
+  for (std::size_t i = 0; i < roof.ops.size(); ++i)  // both list the operators in the workload's order
+    report[i]["roofline"] = {{"compute_cycles", roof.ops[i].compute_cycles},
+                             {"exchange_cycles", roof.ops[i].exchange_cycles}};
   o.results["planner"] = a.opt.planner;
   o.results["cost_model"] = cost_model_name(a);
   o.results["plans_steered_by"] = c.schedule.steered_by;
@@ -170,14 +175,20 @@ int run_cmd(const CompileArgs& a) {
   for (const auto& h : c.schedule.history) hist.push_back({{"idle_bytes_per_core", h.idle_bytes}, {"predicted_cycles", h.predicted_cycles}});
   o.results["reconciliation"] = hist;
   o.results["exchange_share"] = compiler::exchange_share(report);
+  const double cycles = o.results["total_cycles"].get<double>();
+  o.results["roofline"] = {{"bound_cycles", roof.bound_cycles},
+                           {"compute_cycles", roof.compute_cycles},
+                           {"exchange_cycles", roof.exchange_cycles},
+                           {"fraction", cycles > 0 ? roof.bound_cycles / cycles : 0.0}};
   if (a.opt.functional) o.results["functional_max_error"] = compiler::functional_max_error(w, o.results);
   if (!a.results.empty()) write_json(a.results, o.results, 2);
   if (!a.quiet) fmt::print("{}", compiler::format_operator_table(report));
   fmt::print("{}: {} planner: {} cycles ({:.3f} ms), predicted {:.0f}; exchange {:.1f}% of operator time; "
-             "compile {:.2f} s, simulate {:.2f} s",
+             "{:.1f}% of the roofline; compile {:.2f} s, simulate {:.2f} s",
              w.name, a.opt.planner, o.results["total_cycles"].get<std::uint64_t>(),
              o.results["total_seconds"].get<double>() * 1e3, c.schedule.predicted_cycles,
-             100.0 * o.results["exchange_share"].get<double>(), c.compile_seconds, o.host_cpu_seconds);
+             100.0 * o.results["exchange_share"].get<double>(),
+             100.0 * o.results["roofline"]["fraction"].get<double>(), c.compile_seconds, o.host_cpu_seconds);
   const double err = a.opt.functional ? o.results["functional_max_error"].get<double>() : 0.0;
   const bool match = err <= 1e-3;
   if (a.opt.functional && match) fmt::print("; outputs match the reference (max relative error {:.2e})", err);

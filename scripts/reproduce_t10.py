@@ -39,13 +39,14 @@ def run(tessera, config, model, planner, batch, workdir):
     r = json.load(open(out))
     os.remove(out)
     return {"fits": True, "cycles": r["total_cycles"], "ms": r["total_seconds"] * 1e3,
-            "exchange_share": r["exchange_share"], "predicted_cycles": r["predicted_cycles"]}
+            "exchange_share": r["exchange_share"], "predicted_cycles": r["predicted_cycles"],
+            "roofline_cycles": r["roofline"]["bound_cycles"], "roofline_fraction": r["roofline"]["fraction"]}
 
 
 def batch_sweep(args, workdir):
     rows = []
     config = os.path.join(ROOT, "configs", "ipu-mk2.json")
-    print(f"{'model':<12} {'batch':>5} {'t10 ms':>9} {'vgm ms':>9} {'speedup':>8} {'t10 exch':>9} {'vgm exch':>9}")
+    print(f"{'model':<12} {'batch':>5} {'t10 ms':>9} {'vgm ms':>9} {'speedup':>8} {'t10 exch':>9} {'vgm exch':>9} {'t10 roof':>9} {'vgm roof':>9}")
     for model in args.models:
         batch = 1
         largest = {"t10": 0, "vgm": 0}
@@ -64,7 +65,8 @@ def batch_sweep(args, workdir):
             fmt = lambda r, k, f: (f.format(r[k]) if r["fits"] else "-")
             speed = f"{v['cycles'] / t['cycles']:.2f}x" if t["fits"] and v["fits"] else "-"
             print(f"{model:<12} {batch:>5} {fmt(t, 'ms', '{:.3f}'):>9} {fmt(v, 'ms', '{:.3f}'):>9} {speed:>8} "
-                  f"{fmt(t, 'exchange_share', '{:.0%}'):>9} {fmt(v, 'exchange_share', '{:.0%}'):>9}", flush=True)
+                  f"{fmt(t, 'exchange_share', '{:.0%}'):>9} {fmt(v, 'exchange_share', '{:.0%}'):>9} "
+                  f"{fmt(t, 'roofline_fraction', '{:.1%}'):>9} {fmt(v, 'roofline_fraction', '{:.1%}'):>9}", flush=True)
             rows.append({"model": model, "batch": batch, "t10": t, "vgm": v})
             batch *= 2
         print(f"{model:<12} largest batch that fits: t10 {largest['t10']}, vgm {largest['vgm']}", flush=True)

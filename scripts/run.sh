@@ -17,6 +17,7 @@ import json
 t, v = (json.load(open(f"build/results-{p}.json")) for p in ("t10", "vgm"))
 print(f"torchvision ResNet-18 (ONNX) on ipu-mk2: T10 {t['total_seconds'] * 1e3:.3f} ms, VGM "
       f"{v['total_seconds'] * 1e3:.3f} ms: compute-shift is {v['total_cycles'] / t['total_cycles']:.2f}x faster "
-      f"(exchange {100 * t['exchange_share']:.0f}% vs {100 * v['exchange_share']:.0f}% of operator time); "
+      f"(exchange {100 * t['exchange_share']:.0f}% vs {100 * v['exchange_share']:.0f}% of operator time; "
+      f"{100 * t['roofline']['fraction']:.1f}% vs {100 * v['roofline']['fraction']:.1f}% of the roofline); "
       f"results in build/results-t10.json and build/results-vgm.json")
 PY

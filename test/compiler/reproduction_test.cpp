@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/compile.h"
+#include "compiler/cost/roofline.h"
 #include "sim/simulate.h"
 
 using namespace tessera;
@@ -11,7 +12,7 @@ using namespace tessera;
 namespace {
 
 struct Run {
-  double cycles = 0, share = 0;
+  double cycles = 0, share = 0, roofline = 0;
 };
 
 Run run(const std::string& model, const std::string& planner, const sim::Config& cfg) {
@@ -22,7 +23,8 @@ Run run(const std::string& model, const std::string& planner, const sim::Config&
   o.planner = planner;
   const compiler::Compiled c = compiler::compile(w, cfg, o);
   const Json results = sim::simulate(cfg, c.program.program(cfg)).results;
-  return Run{results["total_cycles"].get<double>(), compiler::exchange_share(compiler::operator_report(w, c, results))};
+  return Run{results["total_cycles"].get<double>(), compiler::exchange_share(compiler::operator_report(w, c, results)),
+             cost::model_roofline(w, cfg, cfg.total_cores()).bound_cycles};
 }
 
 }  // namespace
@@ -36,5 +38,9 @@ TEST_CASE("T10 beats VGM on NeRF and ResNet-18 at batch 1, with less time in exc
     CHECK(t10.share < vgm.share);
     CHECK(vgm.share > 0.5);   // the baseline is exchange-bound, as on the real chip
     CHECK(t10.share < 0.5);
+    // the roofline is a lower bound no plan beats
+    CHECK(t10.roofline > 0);
+    CHECK(t10.cycles > t10.roofline);
+    CHECK(vgm.cycles > vgm.roofline);
   }
 }
