@@ -13,6 +13,7 @@
 #include "cli/inspect_cmd.h"
 #include "cli/cost_cmd.h"
 #include "cli/traffic_cmd.h"
+#include "cli/parallel_cmd.h"
 #include "cli/collective_cmd.h"
 #include "cli/train_cmd.h"
 #include "cli/partition_cmd.h"
@@ -197,6 +198,11 @@ int main(int argc, char** argv) {
                                             "paper's five configurations: iteration time, exposed communication");
   tessera::cli::add_train_options(train, traina);
 
+  tessera::cli::ParallelArgs para;
+  auto* plan_par = app.add_subcommand("plan-parallel", "DFModel-style mappings of an LLM onto a system: TP/PP/DP per "
+                                                       "topology dimension, fused partitions or kernel by kernel (analytical)");
+  tessera::cli::add_parallel_options(plan_par, para);
+
   tessera::cli::PartitionArgs parta;
   auto* part = app.add_subcommand("partition", "place a model's operators on the chips of a system (greedy, random, "
                                                "annealing around the MCM repair solver) and run it as a pipeline: "
@@ -282,6 +288,7 @@ int main(int argc, char** argv) {
     if (collective->parsed()) return tessera::cli::collective_cmd(colla);
     if (train->parsed()) return tessera::cli::train_cmd(traina);
     if (part->parsed()) return tessera::cli::partition_cmd(parta);
+    if (plan_par->parsed()) return tessera::cli::parallel_cmd(para);
     if (sweep->parsed()) return tessera::cli::sweep_cmd(sweepa);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);

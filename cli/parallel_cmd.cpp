@@ -1,0 +1,185 @@
+#include "cli/parallel_cmd.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <sstream>
+
+#include "cli/compile_cmd.h"
+#include "sim/common/error.h"
+
+namespace tessera::cli {
+
+namespace {
+
+// Shapes of public GPT models (layers, hidden, heads; FFN 4 x hidden; sequence 2048): GPT-3
+// 175B and the Megatron-LM 1T configuration the DFModel paper sweeps; GPT-2 XL as a 1.5B model.
+struct Preset {
+  std::uint32_t layers;
+  std::uint64_t hidden, heads, seq;
+};
+const std::map<std::string, Preset>& presets() {
+  static const std::map<std::string, Preset> p = {{"gpt3-175b", {96, 12288, 96, 2048}},
+                                                  {"gpt3-1t", {128, 25600, 160, 2048}},
+                                                  {"gpt2-1.5b", {48, 1600, 25, 1024}}};
+  return p;
+}
+
+std::vector<parallel::Strategy> parse_mapping(const std::string& text, std::size_t dims) {
+  std::vector<parallel::Strategy> out;
+  std::stringstream ss(text);
+  for (std::string tok; std::getline(ss, tok, ',');) {
+    if (tok == "TP" || tok == "tp") out.push_back(parallel::Strategy::TP);
+    else if (tok == "PP" || tok == "pp") out.push_back(parallel::Strategy::PP);
+    else if (tok == "DP" || tok == "dp") out.push_back(parallel::Strategy::DP);
+    else throw Error(fmt::format("--mapping: '{}' is not TP, PP or DP", tok));
+  }
+  if (out.size() != dims)
+    throw Error(fmt::format("--mapping: {} strategies given; the system has {} dimensions (one each)", out.size(), dims));
+  return out;
+}
+
+std::vector<std::size_t> parse_sizes(const std::string& text) {
+  std::vector<std::size_t> out;
+  std::stringstream ss(text);
+  for (std::string tok; std::getline(ss, tok, ',');) {
+    std::size_t used = 0;
+    unsigned long v = 0;
+    try {
+      v = std::stoul(tok, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tok.size() || v == 0) throw Error(fmt::format("--partitions: '{}' is not a positive kernel count", tok));
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string describe(const parallel::Evaluation& e) {
+  std::string dims;
+  for (parallel::Strategy s : e.mapping.dims) dims += fmt::format("{}{}", dims.empty() ? "" : ",", parallel::strategy_name(s));
+  return fmt::format("{} TP{} PP{} DP{} {}", dims, e.tp, e.pp, e.dp, e.mapping.fused ? "fused" : "kernel-by-kernel");
+}
+
+Json to_json(const parallel::Evaluation& e, const std::vector<parallel::Kernel>& layer) {
+  Json dims = Json::array();
+  for (parallel::Strategy s : e.mapping.dims) dims.push_back(parallel::strategy_name(s));
+  Json j = {{"dimensions", dims}, {"tp", e.tp}, {"pp", e.pp}, {"dp", e.dp},
+            {"execution", e.mapping.fused ? "fused" : "kernel-by-kernel"}, {"feasible", e.feasible}};
+  if (!e.feasible) {
+    j["why"] = e.why;
+    return j;
+  }
+  Json parts = Json::array();
+  for (const parallel::PartitionCost& p : e.partitions) {
+    Json names = Json::array();
+    for (std::size_t k = p.first; k <= p.last; ++k) names.push_back(layer[k].name);
+    parts.push_back({{"kernels", names}, {"compute_s", p.compute_s}, {"memory_s", p.memory_s},
+                     {"network_s", p.network_s}, {"sram_bytes", p.sram_bytes}, {"seconds", p.seconds()}});
+  }
+  j["partitions"] = parts;
+  j["layer_s"] = e.layer_s;
+  j["stage_s"] = e.stage_s;
+  j["p2p_s"] = e.p2p_s;
+  j["interval_s"] = e.interval_s;
+  j["utilisation"] = e.utilisation;
+  j["tokens_per_s"] = e.tokens_per_s;
+  j["compute_s"] = e.compute_s;
+  j["memory_s"] = e.memory_s;
+  j["network_s"] = e.network_s;
+  return j;
+}
+
+void print_partitions(const parallel::Evaluation& e, const std::vector<parallel::Kernel>& layer) {
+  fmt::print("partitions of one layer on one chip ({}):\n", describe(e));
+  fmt::print("  {:<36} {:>11} {:>11} {:>11} {:>9}\n", "kernels", "compute us", "DRAM us", "network us", "SRAM MB");
+  for (const parallel::PartitionCost& p : e.partitions) {
+    std::string names;
+    for (std::size_t k = p.first; k <= p.last; ++k) names += (names.empty() ? "" : " ") + layer[k].name;
+    fmt::print("  {:<36} {:>11.1f} {:>11.1f} {:>11.1f} {:>9.1f}\n", names, p.compute_s * 1e6, p.memory_s * 1e6,
+               p.network_s * 1e6, p.sram_bytes / 1e6);
+  }
+}
+
+}  // namespace
+
+void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
+  cmd->add_option("--config", a.config, "the system: chip peak, SRAM and DRAM from chip, topology from system.dimensions")->required();
+  cmd->add_option("--model", a.model, "gpt3-175b, gpt3-1t or gpt2-1.5b (shape presets; --layers/--hidden/--heads/--seq override)")
+      ->capture_default_str();
+  cmd->add_option("--layers", a.llm.layers, "decoder layers");
+  cmd->add_option("--hidden", a.llm.hidden, "hidden size");
+  cmd->add_option("--heads", a.llm.heads, "attention heads");
+  cmd->add_option("--ffn", a.llm.ffn, "FFN size (default 4 x hidden)");
+  cmd->add_option("--seq", a.llm.seq, "tokens per sequence");
+  cmd->add_option("--micro-batch", a.llm.micro_batch, "sequences per micro-batch")->capture_default_str();
+  cmd->add_option("--seq-tile", a.llm.seq_tile, "tokens per tile streamed through a fused partition")->capture_default_str();
+  cmd->add_option("--weight-tiles", a.llm.weight_tiles, "chunks weights stream through SRAM in (two resident)")->capture_default_str();
+  cmd->add_option("--word-bytes", a.llm.word_bytes, "bytes per element")->capture_default_str();
+  cmd->add_option("--mapping", a.mapping, "fix the strategy per dimension, e.g. TP,PP (default: search them all)");
+  cmd->add_option("--fusion", a.fusion, "search (both), fused or kernel-by-kernel")->capture_default_str();
+  cmd->add_option("--partitions", a.partitions, "fix the partitions: kernels per partition in order, e.g. 3,4,2,2 (fused)");
+  cmd->add_option("--top", a.top, "mappings to print")->capture_default_str();
+  cmd->add_option("--out", a.out, "results JSON: every mapping with its partitions");
+}
+
+int parallel_cmd(ParallelArgs a) {
+  const auto it = presets().find(a.model);
+  if (it == presets().end()) throw Error(fmt::format("--model: unknown model '{}' (expected gpt3-175b, gpt3-1t or gpt2-1.5b)", a.model));
+  parallel::LlmSpec& llm = a.llm;
+  llm.name = a.model;
+  if (llm.layers == 0) llm.layers = it->second.layers;
+  if (llm.hidden == 0) llm.hidden = it->second.hidden;
+  if (llm.heads == 0) llm.heads = it->second.heads;
+  if (llm.seq == 0) llm.seq = it->second.seq;
+  if (a.fusion != "search" && a.fusion != "fused" && a.fusion != "kernel-by-kernel")
+    throw Error(fmt::format("--fusion: '{}' (expected search, fused or kernel-by-kernel)", a.fusion));
+  const parallel::SystemSpec sys = parallel::system_spec(sim::load_config(a.config));
+  const std::vector<parallel::Kernel> layer = parallel::gpt_layer(llm);
+  std::vector<parallel::Evaluation> all;
+  if (!a.mapping.empty() || !a.partitions.empty()) {
+    parallel::Mapping m;
+    m.dims = a.mapping.empty() ? std::vector<parallel::Strategy>(sys.dims.size(), parallel::Strategy::TP)
+                               : parse_mapping(a.mapping, sys.dims.size());
+    m.sizes = a.partitions.empty() ? std::vector<std::size_t>{} : parse_sizes(a.partitions);
+    for (bool fused : {false, true}) {
+      if ((a.fusion == "fused" && !fused) || (a.fusion == "kernel-by-kernel" && fused)) continue;
+      if (!m.sizes.empty() && !fused) continue;  // fixed partitions are fused ones
+      m.fused = fused;
+      all.push_back(parallel::evaluate(llm, sys, m));
+    }
+  } else {
+    for (parallel::Evaluation& e : parallel::search(llm, sys))
+      if (a.fusion == "search" || e.mapping.fused == (a.fusion == "fused")) all.push_back(std::move(e));
+  }
+  fmt::print("{} ({} layers, hidden {}, {} heads, seq {}, micro-batch {}) on {}: {} chips, {:.1f} TFLOPS, "
+             "{:.0f} MB SRAM, {:.0f} GB/s DRAM per chip\n",
+             llm.name, llm.layers, llm.hidden, llm.heads, llm.seq, llm.micro_batch, sys.name, sys.chips(),
+             sys.peak_flops / 1e12, sys.sram_bytes / 1e6, sys.dram_bytes_per_s / 1e9);
+  fmt::print("  {:<40} {:>11} {:>12} {:>12} {:>12}\n", "mapping", "utilisation", "interval ms", "tokens/s", "layer ms");
+  for (std::size_t i = 0; i < all.size() && i < a.top; ++i) {
+    const parallel::Evaluation& e = all[i];
+    if (e.feasible)
+      fmt::print("  {:<40} {:>11.3f} {:>12.3f} {:>12.0f} {:>12.4f}\n", describe(e), e.utilisation, e.interval_s * 1e3,
+                 e.tokens_per_s, e.layer_s * 1e3);
+    else
+      fmt::print("  {:<40} does not fit: {}\n", describe(e), e.why);
+  }
+  if (!all.empty() && all.front().feasible) print_partitions(all.front(), layer);
+  if (!a.out.empty()) {
+    Json maps = Json::array();
+    for (const parallel::Evaluation& e : all) maps.push_back(to_json(e, layer));
+    write_json(a.out, {{"model", {{"name", llm.name}, {"layers", llm.layers}, {"hidden", llm.hidden},
+                                  {"heads", llm.heads}, {"seq", llm.seq}, {"micro_batch", llm.micro_batch}}},
+                       {"system", {{"name", sys.name}, {"chips", sys.chips()}, {"peak_flops", sys.peak_flops},
+                                   {"sram_bytes", sys.sram_bytes}, {"dram_bytes_per_s", sys.dram_bytes_per_s}}},
+                       {"mappings", maps}});
+  }
+  if (all.empty() || !all.front().feasible)
+    throw Error(fmt::format("no mapping of {} fits {}{}", llm.name, sys.name,
+                            all.empty() ? "" : ": " + all.front().why));
+  return 0;
+}
+
+}  // namespace tessera::cli

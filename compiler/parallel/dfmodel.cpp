@@ -1,0 +1,311 @@
+#include "compiler/parallel/dfmodel.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "sim/common/error.h"
+
+namespace tessera::parallel {
+
+namespace {
+
+// What one chip of a tensor-parallel group of `tp` does and holds of a kernel.
+struct Sharded {
+  double flops, weight_bytes, out_bytes, tile_out_bytes;
+  bool allreduce;  // its output is a partial sum
+};
+
+Sharded shard(const Kernel& k, std::uint32_t tp) {
+  const double t = tp;
+  switch (k.shard) {
+    case Shard::Column: return {k.flops / t, k.weight_bytes / t, k.out_bytes / t, k.tile_out_bytes / t, false};
+    case Shard::Heads: return {k.flops / t, k.weight_bytes / t, k.out_bytes / t, k.tile_out_bytes / t, false};
+    case Shard::Row: return {k.flops / t, k.weight_bytes / t, k.out_bytes, k.tile_out_bytes, tp > 1};
+    case Shard::Replicated: break;
+  }
+  return {k.flops, k.weight_bytes, k.out_bytes, k.tile_out_bytes, false};
+}
+
+// The layer's input is the previous layer's output, whole on every chip of the group.
+double layer_input_bytes(const std::vector<Kernel>& layer) { return layer.back().out_bytes; }
+double layer_input_tile_bytes(const std::vector<Kernel>& layer) { return layer.back().tile_out_bytes; }
+
+struct Context {
+  const std::vector<Kernel>& layer;
+  std::vector<Sharded> sharded;
+  std::vector<std::vector<std::size_t>> consumers;
+  const SystemSpec& sys;
+  std::vector<std::size_t> tp_dims;
+  double weight_tiles = 1;
+};
+
+// Kernels [first, last] as one partition on one chip.
+PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t last) {
+  PartitionCost p;
+  p.first = first;
+  p.last = last;
+  auto inside = [&](std::size_t k) { return k >= first && k <= last; };
+  std::set<int> read;  // tensors read from DRAM (by producer; -1 the layer's input)
+  double dram = 0, flops = 0, weights = 0;
+  for (std::size_t k = first; k <= last; ++k) {
+    const Sharded& s = c.sharded[k];
+    flops += s.flops;
+    weights += s.weight_bytes;
+    for (int i : c.layer[k].inputs) {
+      if (i >= 0 && inside(static_cast<std::size_t>(i))) continue;
+      if (!read.insert(i).second) continue;  // read once for the whole partition
+      dram += i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes;
+      p.sram_bytes += 2 * (i < 0 ? layer_input_tile_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].tile_out_bytes);
+    }
+    // Its output: written to DRAM once if anything outside reads it (or it is the layer's);
+    // buffered for its readers inside, as deep as the pipeline between them.
+    bool leaves = k + 1 == c.layer.size();
+    std::size_t depth = 0;
+    for (std::size_t r : c.consumers[k]) {
+      if (inside(r)) depth = std::max(depth, r - k + 1);
+      else leaves = true;
+    }
+    if (leaves) {
+      dram += s.out_bytes;
+      p.sram_bytes += 2 * s.tile_out_bytes;
+    }
+    p.sram_bytes += static_cast<double>(depth) * s.tile_out_bytes;
+    if (s.allreduce) p.network_s += allreduce_seconds(c.sys, c.tp_dims, s.out_bytes);
+  }
+  p.sram_bytes += weights * std::min(1.0, 2.0 / c.weight_tiles);  // two chunks of them at a time
+  p.compute_s = flops / c.sys.peak_flops;  // tiles shared in proportion to FLOPs: all finish together
+  p.memory_s = (dram + weights) / c.sys.dram_bytes_per_s;
+  return p;
+}
+
+// The least sum of partition times over cuts of the kernel order into runs that fit the SRAM.
+bool best_partitions(const Context& c, bool fused, std::vector<PartitionCost>& out, std::string& why) {
+  const std::size_t n = c.layer.size();
+  std::vector<double> best(n + 1, std::numeric_limits<double>::infinity());
+  std::vector<PartitionCost> last(n + 1);
+  best[0] = 0;
+  for (std::size_t end = 1; end <= n; ++end)
+    for (std::size_t begin = fused ? 0 : end - 1; begin < end; ++begin) {
+      if (!std::isfinite(best[begin])) continue;
+      const PartitionCost p = partition_cost(c, begin, end - 1);
+      if (p.sram_bytes > c.sys.sram_bytes) {
+        if (begin + 1 == end && why.empty())
+          why = fmt::format("kernel '{}' alone needs {:.1f} MB of SRAM per chip; the chip has {:.1f} MB",
+                            c.layer[begin].name, p.sram_bytes / 1e6, c.sys.sram_bytes / 1e6);
+        continue;
+      }
+      if (best[begin] + p.seconds() < best[end]) {
+        best[end] = best[begin] + p.seconds();
+        last[end] = p;
+      }
+    }
+  if (!std::isfinite(best[n])) return false;
+  out.clear();
+  for (std::size_t end = n; end > 0; end = last[end].first) out.push_back(last[end]);
+  std::reverse(out.begin(), out.end());
+  return true;
+}
+
+bool fixed_partitions(const Context& c, const std::vector<std::size_t>& sizes, std::vector<PartitionCost>& out,
+                      std::string& why) {
+  std::size_t at = 0;
+  out.clear();
+  for (std::size_t s : sizes) {
+    if (s == 0 || at + s > c.layer.size())
+      throw Error(fmt::format("partition sizes: {} kernels in all, the layer has {}", at + s, c.layer.size()));
+    out.push_back(partition_cost(c, at, at + s - 1));
+    if (out.back().sram_bytes > c.sys.sram_bytes) {
+      why = fmt::format("partition of kernels '{}'..'{}' needs {:.1f} MB of SRAM per chip; the chip has {:.1f} MB",
+                        c.layer[at].name, c.layer[at + s - 1].name, out.back().sram_bytes / 1e6, c.sys.sram_bytes / 1e6);
+      return false;
+    }
+    at += s;
+  }
+  if (at != c.layer.size())
+    throw Error(fmt::format("partition sizes cover {} kernels; the layer has {}", at, c.layer.size()));
+  return true;
+}
+
+// PP stages hand the layer's output on: each chip of a TP group sends its share, over the
+// slowest link of the pipeline's dimensions.
+double p2p_seconds(const SystemSpec& sys, const std::vector<Kernel>& layer, const Mapping& m, std::uint32_t tp) {
+  double slowest = std::numeric_limits<double>::infinity();
+  for (std::size_t d = 0; d < m.dims.size(); ++d)
+    if (m.dims[d] == Strategy::PP) slowest = std::min(slowest, sys.dims[d].bytes_per_s);
+  return std::isfinite(slowest) ? layer.back().out_bytes / tp / slowest : 0.0;
+}
+
+void check(const LlmSpec& s) {
+  auto need = [&](bool ok, const char* what) {
+    if (!ok) throw Error(fmt::format("model '{}': {}", s.name, what));
+  };
+  need(s.layers > 0, "layers must be at least 1");
+  need(s.hidden > 0 && s.heads > 0 && s.seq > 0 && s.micro_batch > 0, "hidden, heads, seq and micro_batch must be positive");
+  need(s.hidden % s.heads == 0, "hidden must be a multiple of heads");
+  need(s.word_bytes > 0, "word_bytes must be positive");
+  need(s.seq_tile > 0, "seq_tile must be positive");
+  need(s.weight_tiles > 0, "weight_tiles must be positive");
+}
+
+}  // namespace
+
+std::vector<Kernel> gpt_layer(const LlmSpec& s) {
+  check(s);
+  const double T = static_cast<double>(s.seq * s.micro_batch), h = static_cast<double>(s.hidden);
+  const double f = static_cast<double>(s.ffn ? s.ffn : 4 * s.hidden), w = s.word_bytes;
+  const double a = static_cast<double>(s.heads), L = static_cast<double>(s.seq), mb = static_cast<double>(s.micro_batch);
+  const double tile = static_cast<double>(std::min(s.seq_tile, s.seq)) / T;  // share of the tokens per tile
+  auto k = [&](std::string name, double flops, double weights, double out, std::vector<int> in, Shard sh) {
+    return Kernel{std::move(name), flops, weights, out, out * tile, std::move(in), sh};
+  };
+  const double scores = mb * a * L * L * w;
+  return {k("Q", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
+          k("K", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
+          k("V", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
+          k("MHA1", 2 * T * L * h, 0, scores, {0, 1}, Shard::Heads),
+          k("Softmax", 5 * mb * a * L * L, 0, scores, {3}, Shard::Heads),
+          k("MHA2", 2 * T * L * h, 0, T * h * w, {4, 2}, Shard::Heads),
+          k("Proj", 2 * T * h * h, h * h * w, T * h * w, {5}, Shard::Row),
+          k("Add", T * h, 0, T * h * w, {6, -1}, Shard::Replicated),
+          k("FFN0", 2 * T * h * f, h * f * w, T * f * w, {7}, Shard::Column),
+          k("FFN1", 2 * T * f * h, f * h * w, T * h * w, {8}, Shard::Row),
+          k("Add2", T * h, 0, T * h * w, {9, 7}, Shard::Replicated)};
+}
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::TP: return "TP";
+    case Strategy::PP: return "PP";
+    case Strategy::DP: return "DP";
+  }
+  return "?";
+}
+
+std::uint32_t SystemSpec::chips() const {
+  std::uint32_t n = 1;
+  for (const DimSpec& d : dims) n *= d.size;
+  return n;
+}
+
+SystemSpec system_spec(const sim::Config& cfg) {
+  SystemSpec s;
+  s.name = cfg.name;
+  const auto& mu = cfg.chip.core.matrix;
+  const auto it = mu.macs_per_cycle.find(Dtype::Fp16);
+  if (it == mu.macs_per_cycle.end())
+    throw Error(fmt::format("config '{}': the matrix unit has no fp16 rate (chip.core.matrix.macs_per_cycle.fp16)", cfg.name));
+  const double hz = cfg.clock_ghz * 1e9;
+  s.peak_flops = static_cast<double>(cfg.chip.cores) * it->second * 2 * hz;
+  s.sram_bytes = static_cast<double>(cfg.chip.cores) * static_cast<double>(cfg.chip.core.sram_bytes);
+  s.dram_bytes_per_s = cfg.chip.offchip.channels * cfg.chip.offchip.channel_bytes_per_cycle * hz;
+  s.dram_capacity = static_cast<double>(cfg.chip.offchip.capacity_bytes);
+  for (const sim::Dimension& d : cfg.system.dimensions) s.dims.push_back({d.kind, d.size, d.bytes_per_cycle() * hz});
+  return s;
+}
+
+double allreduce_seconds(const SystemSpec& s, const std::vector<std::size_t>& dims, double bytes) {
+  double t = 0, left = bytes;
+  for (std::size_t d : dims) {
+    const DimSpec& dim = s.dims[d];
+    const double p = dim.size;
+    if (dim.size < 2) continue;
+    switch (dim.kind) {
+      case sim::DimensionKind::Ring:  // both ways round, except that two chips share one link each way
+        t += 2 * (p - 1) / p * left / ((dim.size > 2 ? 2 : 1) * dim.bytes_per_s);
+        break;
+      case sim::DimensionKind::UnidirectionalRing:
+      case sim::DimensionKind::Switch: t += 2 * (p - 1) / p * left / dim.bytes_per_s; break;
+      case sim::DimensionKind::FullyConnected: t += 2 * left / (p * dim.bytes_per_s); break;
+    }
+    left /= p;  // the next dimension reduces what this one scattered
+  }
+  return t;
+}
+
+double PartitionCost::seconds() const { return std::max({compute_s, memory_s, network_s}); }
+
+Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m) {
+  if (m.dims.size() != sys.dims.size())
+    throw Error(fmt::format("mapping: {} strategies for a system of {} dimensions", m.dims.size(), sys.dims.size()));
+  if (!(sys.peak_flops > 0) || !(sys.dram_bytes_per_s > 0))
+    throw Error(fmt::format("system '{}': needs a positive peak and DRAM bandwidth", sys.name));
+  const std::vector<Kernel> layer = gpt_layer(llm);
+  Evaluation e;
+  e.mapping = m;
+  Context c{layer, {}, std::vector<std::vector<std::size_t>>(layer.size()), sys, {}, static_cast<double>(llm.weight_tiles)};
+  for (std::size_t d = 0; d < m.dims.size(); ++d) {
+    const std::uint32_t n = sys.dims[d].size;
+    if (m.dims[d] == Strategy::TP) {
+      e.tp *= n;
+      c.tp_dims.push_back(d);
+    } else if (m.dims[d] == Strategy::PP) {
+      e.pp *= n;
+    } else {
+      e.dp *= n;
+    }
+  }
+  for (const Kernel& k : layer) c.sharded.push_back(shard(k, e.tp));
+  for (std::size_t k = 0; k < layer.size(); ++k)
+    for (int i : layer[k].inputs)
+      if (i >= 0) c.consumers[static_cast<std::size_t>(i)].push_back(k);
+  if (llm.heads % e.tp != 0) {
+    e.why = fmt::format("{} heads do not divide over TP {}", llm.heads, e.tp);
+    return e;
+  }
+  const std::uint32_t per_stage = (llm.layers + e.pp - 1) / e.pp;
+  if (e.pp > llm.layers) {
+    e.why = fmt::format("PP {} is more stages than the model's {} layers", e.pp, llm.layers);
+    return e;
+  }
+  double weights = 0;
+  for (const Sharded& s : c.sharded) weights += s.weight_bytes;
+  if (sys.dram_capacity > 0 && per_stage * weights > sys.dram_capacity) {
+    e.why = fmt::format("{} layers per stage hold {:.1f} GB of weights per chip; DRAM holds {:.1f} GB", per_stage,
+                        per_stage * weights / 1e9, sys.dram_capacity / 1e9);
+    return e;
+  }
+  const bool ok = m.sizes.empty() ? best_partitions(c, m.fused, e.partitions, e.why)
+                                  : fixed_partitions(c, m.sizes, e.partitions, e.why);
+  if (!ok) return e;
+  e.feasible = true;
+  for (const PartitionCost& p : e.partitions) {
+    e.layer_s += p.seconds();
+    e.compute_s += p.compute_s;
+    e.memory_s += p.memory_s;
+    e.network_s += p.network_s;
+  }
+  e.stage_s = per_stage * e.layer_s;
+  e.p2p_s = p2p_seconds(sys, layer, m, e.tp);
+  e.interval_s = std::max(e.stage_s, e.p2p_s);
+  double flops = 0;
+  for (const Kernel& k : layer) flops += k.flops;
+  e.utilisation = llm.layers * flops / (e.interval_s * sys.peak_flops * e.tp * e.pp);
+  e.tokens_per_s = e.dp * static_cast<double>(llm.seq * llm.micro_batch) / e.interval_s;
+  return e;
+}
+
+std::vector<Evaluation> search(const LlmSpec& llm, const SystemSpec& sys) {
+  std::vector<Evaluation> all;
+  const std::size_t d = sys.dims.size();
+  std::size_t combos = 1;
+  for (std::size_t i = 0; i < d; ++i) combos *= 3;
+  for (int fused = 0; fused < 2; ++fused)
+    for (std::size_t code = 0; code < combos; ++code) {
+      Mapping m;
+      m.fused = fused != 0;
+      for (std::size_t i = 0, x = code; i < d; ++i, x /= 3) m.dims.push_back(static_cast<Strategy>(x % 3));
+      all.push_back(evaluate(llm, sys, m));
+    }
+  std::stable_sort(all.begin(), all.end(), [](const Evaluation& a, const Evaluation& b) {
+    if (a.feasible != b.feasible) return a.feasible;
+    if (a.utilisation != b.utilisation) return a.utilisation > b.utilisation;
+    return a.pp < b.pp;
+  });
+  return all;
+}
+
+}  // namespace tessera::parallel

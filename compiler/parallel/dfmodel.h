@@ -1,0 +1,111 @@
+#pragma once
+// Dataflow mappings of a large language model onto a system of chips, DFModel-style (docs/
+// parallel.md): per dimension of the system's topology one of tensor (TP), pipeline (PP) or data
+// parallelism (DP); per chip, the layer's kernels cut into partitions that run one after
+// another, the kernels of a partition fused into a spatial pipeline (their tensors stay in SRAM,
+// tensors between partitions go through DRAM), or one kernel per partition (kernel by kernel).
+// A partition takes max(compute, DRAM, network) — they overlap — and a layer the sum over its
+// partitions. An analytical first-order model: nothing here runs the simulator.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config/config.h"
+
+namespace tessera::parallel {
+
+// A GPT decoder layer's shape (the DFModel paper's Fig. 2A), forward pass for `micro_batch`
+// sequences of `seq` tokens.
+struct LlmSpec {
+  std::string name = "gpt";
+  std::uint32_t layers = 1;
+  std::uint64_t hidden = 0, heads = 0, ffn = 0;  // ffn 0: 4 x hidden
+  std::uint64_t seq = 0, micro_batch = 1;
+  std::uint32_t word_bytes = 2;
+  std::uint64_t seq_tile = 256;  // tokens per tile streamed through a fused partition
+  // Weights stream through SRAM in this many chunks, two resident at a time (the DFModel code's
+  // weight tiling; re-reading activations per chunk is not charged, as there).
+  std::uint32_t weight_tiles = 4;
+};
+
+// How a kernel's work divides over a tensor-parallel group (Megatron-LM's scheme): its output
+// split by columns or by heads (no communication), or its weights split by rows (every chip
+// holds a partial sum of the whole output: an all-reduce), or element-wise on the whole
+// activation (repeated on every chip of the group).
+enum class Shard : std::uint8_t { Column, Heads, Row, Replicated };
+
+struct Kernel {
+  std::string name;
+  double flops = 0;           // whole layer, not yet sharded
+  double weight_bytes = 0;
+  double out_bytes = 0;       // its output tensor, whole
+  double tile_out_bytes = 0;  // its output per sequence tile, whole
+  std::vector<int> inputs;    // producing kernels (indices into the layer); -1: the layer's input
+  Shard shard = Shard::Replicated;
+};
+
+// Kernels in a topological (execution) order: Q, K, V, MHA1 (scores), softmax, MHA2, proj,
+// add, FFN0 (with its activation), FFN1, add. Throws on a spec that has no layer.
+std::vector<Kernel> gpt_layer(const LlmSpec& s);
+
+enum class Strategy : std::uint8_t { TP, PP, DP };
+const char* strategy_name(Strategy s);
+
+// What the model needs from a simulator config (sim::Config): the chip's peak and memories and
+// the topology's dimensions, in bytes and FLOP per second.
+struct DimSpec {
+  sim::DimensionKind kind = sim::DimensionKind::Ring;
+  std::uint32_t size = 1;
+  double bytes_per_s = 0;  // one link to one neighbour, as the simulator carries it
+};
+struct SystemSpec {
+  std::string name;
+  double peak_flops = 0;     // cores x fp16 MACs per cycle x 2 x clock
+  double sram_bytes = 0;     // all cores' scratchpads
+  double dram_bytes_per_s = 0;
+  double dram_capacity = 0;  // 0: not checked
+  std::vector<DimSpec> dims;
+  std::uint32_t chips() const;
+};
+SystemSpec system_spec(const sim::Config& cfg);
+
+// An all-reduce of `bytes` over the group of dimensions `dims` (indices into s.dims), done
+// hierarchically: reduce-scatter along each dimension in turn on what is left, all-gather back.
+// Ring (both directions): 2 (p-1)/p S / (2 B), a ring of two 2 (p-1)/p S / B (one link each
+// way between them); unidirectional ring: 2 (p-1)/p S / B; fully
+// connected: each of p-1 links carries S/p: 2 S/(p B); switch: 2 (p-1)/p S / B.
+double allreduce_seconds(const SystemSpec& s, const std::vector<std::size_t>& dims, double bytes);
+
+struct PartitionCost {
+  std::size_t first = 0, last = 0;  // kernels [first, last] of the layer
+  double compute_s = 0, memory_s = 0, network_s = 0;
+  double sram_bytes = 0;  // what it needs on the chip
+  double seconds() const;
+};
+
+struct Mapping {
+  std::vector<Strategy> dims;  // one per system dimension
+  bool fused = true;           // false: kernel by kernel
+  std::vector<std::size_t> sizes;  // fixed partition sizes (kernels each, in order); empty: best by DP
+};
+
+struct Evaluation {
+  Mapping mapping;
+  std::uint32_t tp = 1, pp = 1, dp = 1;
+  bool feasible = false;
+  std::string why;  // when not feasible
+  std::vector<PartitionCost> partitions;  // one layer on one chip
+  double layer_s = 0, stage_s = 0, p2p_s = 0, interval_s = 0;
+  double utilisation = 0;          // model FLOP / (interval x peak x chips)
+  double tokens_per_s = 0;         // the whole system
+  double compute_s = 0, memory_s = 0, network_s = 0;  // sums over the layer's partitions
+};
+
+// One mapping, evaluated. Partitions are chosen by dynamic programming over the kernel order
+// (contiguous runs, the least sum of partition times whose SRAM fits) unless fixed.
+Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m);
+// Every assignment of strategies to dimensions, for kernel by kernel and fused; best first
+// (utilisation, then fewer pipeline stages). Infeasible mappings last, with the reason.
+std::vector<Evaluation> search(const LlmSpec& llm, const SystemSpec& sys);
+
+}  // namespace tessera::parallel
