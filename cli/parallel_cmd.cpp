@@ -25,13 +25,13 @@ const std::map<std::string, Preset>& presets() {
   return p;
 }
 
-std::vector<parallel::Strategy> parse_mapping(const std::string& text, std::size_t dims) {
-  std::vector<parallel::Strategy> out;
+std::vector<partition::Strategy> parse_mapping(const std::string& text, std::size_t dims) {
+  std::vector<partition::Strategy> out;
   std::stringstream ss(text);
   for (std::string tok; std::getline(ss, tok, ',');) {
-    if (tok == "TP" || tok == "tp") out.push_back(parallel::Strategy::TP);
-    else if (tok == "PP" || tok == "pp") out.push_back(parallel::Strategy::PP);
-    else if (tok == "DP" || tok == "dp") out.push_back(parallel::Strategy::DP);
+    if (tok == "TP" || tok == "tp") out.push_back(partition::Strategy::TP);
+    else if (tok == "PP" || tok == "pp") out.push_back(partition::Strategy::PP);
+    else if (tok == "DP" || tok == "dp") out.push_back(partition::Strategy::DP);
     else throw Error(fmt::format("--mapping: '{}' is not TP, PP or DP", tok));
   }
   if (out.size() != dims)
@@ -56,15 +56,15 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return out;
 }
 
-std::string describe(const parallel::Evaluation& e) {
+std::string describe(const partition::Evaluation& e) {
   std::string dims;
-  for (parallel::Strategy s : e.mapping.dims) dims += fmt::format("{}{}", dims.empty() ? "" : ",", parallel::strategy_name(s));
+  for (partition::Strategy s : e.mapping.dims) dims += fmt::format("{}{}", dims.empty() ? "" : ",", partition::strategy_name(s));
   return fmt::format("{} TP{} PP{} DP{} {}", dims, e.tp, e.pp, e.dp, e.mapping.fused ? "fused" : "kernel-by-kernel");
 }
 
-Json to_json(const parallel::Evaluation& e, const std::vector<parallel::Kernel>& layer) {
+Json to_json(const partition::Evaluation& e, const std::vector<partition::Kernel>& layer) {
   Json dims = Json::array();
-  for (parallel::Strategy s : e.mapping.dims) dims.push_back(parallel::strategy_name(s));
+  for (partition::Strategy s : e.mapping.dims) dims.push_back(partition::strategy_name(s));
   Json j = {{"dimensions", dims}, {"tp", e.tp}, {"pp", e.pp}, {"dp", e.dp},
             {"execution", e.mapping.fused ? "fused" : "kernel-by-kernel"}, {"feasible", e.feasible}};
   if (!e.feasible) {
@@ -72,7 +72,7 @@ Json to_json(const parallel::Evaluation& e, const std::vector<parallel::Kernel>&
     return j;
   }
   Json parts = Json::array();
-  for (const parallel::PartitionCost& p : e.partitions) {
+  for (const partition::PartitionCost& p : e.partitions) {
     Json names = Json::array();
     for (std::size_t k = p.first; k <= p.last; ++k) names.push_back(layer[k].name);
     parts.push_back({{"kernels", names}, {"compute_s", p.compute_s}, {"memory_s", p.memory_s},
@@ -91,10 +91,10 @@ Json to_json(const parallel::Evaluation& e, const std::vector<parallel::Kernel>&
   return j;
 }
 
-void print_partitions(const parallel::Evaluation& e, const std::vector<parallel::Kernel>& layer) {
+void print_partitions(const partition::Evaluation& e, const std::vector<partition::Kernel>& layer) {
   fmt::print("partitions of one layer on one chip ({}):\n", describe(e));
   fmt::print("  {:<36} {:>11} {:>11} {:>11} {:>9}\n", "kernels", "compute us", "DRAM us", "network us", "SRAM MB");
-  for (const parallel::PartitionCost& p : e.partitions) {
+  for (const partition::PartitionCost& p : e.partitions) {
     std::string names;
     for (std::size_t k = p.first; k <= p.last; ++k) names += (names.empty() ? "" : " ") + layer[k].name;
     fmt::print("  {:<36} {:>11.1f} {:>11.1f} {:>11.1f} {:>9.1f}\n", names, p.compute_s * 1e6, p.memory_s * 1e6,
@@ -127,7 +127,7 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
 int parallel_cmd(ParallelArgs a) {
   const auto it = presets().find(a.model);
   if (it == presets().end()) throw Error(fmt::format("--model: unknown model '{}' (expected gpt3-175b, gpt3-1t or gpt2-1.5b)", a.model));
-  parallel::LlmSpec& llm = a.llm;
+  partition::LlmSpec& llm = a.llm;
   llm.name = a.model;
   if (llm.layers == 0) llm.layers = it->second.layers;
   if (llm.hidden == 0) llm.hidden = it->second.hidden;
@@ -135,22 +135,22 @@ int parallel_cmd(ParallelArgs a) {
   if (llm.seq == 0) llm.seq = it->second.seq;
   if (a.fusion != "search" && a.fusion != "fused" && a.fusion != "kernel-by-kernel")
     throw Error(fmt::format("--fusion: '{}' (expected search, fused or kernel-by-kernel)", a.fusion));
-  const parallel::SystemSpec sys = parallel::system_spec(sim::load_config(a.config));
-  const std::vector<parallel::Kernel> layer = parallel::gpt_layer(llm);
-  std::vector<parallel::Evaluation> all;
+  const partition::SystemSpec sys = partition::system_spec(sim::load_config(a.config));
+  const std::vector<partition::Kernel> layer = partition::gpt_layer(llm);
+  std::vector<partition::Evaluation> all;
   if (!a.mapping.empty() || !a.partitions.empty()) {
-    parallel::Mapping m;
-    m.dims = a.mapping.empty() ? std::vector<parallel::Strategy>(sys.dims.size(), parallel::Strategy::TP)
+    partition::Mapping m;
+    m.dims = a.mapping.empty() ? std::vector<partition::Strategy>(sys.dims.size(), partition::Strategy::TP)
                                : parse_mapping(a.mapping, sys.dims.size());
     m.sizes = a.partitions.empty() ? std::vector<std::size_t>{} : parse_sizes(a.partitions);
     for (bool fused : {false, true}) {
       if ((a.fusion == "fused" && !fused) || (a.fusion == "kernel-by-kernel" && fused)) continue;
       if (!m.sizes.empty() && !fused) continue;  // fixed partitions are fused ones
       m.fused = fused;
-      all.push_back(parallel::evaluate(llm, sys, m));
+      all.push_back(partition::evaluate(llm, sys, m));
     }
   } else {
-    for (parallel::Evaluation& e : parallel::search(llm, sys))
+    for (partition::Evaluation& e : partition::search(llm, sys))
       if (a.fusion == "search" || e.mapping.fused == (a.fusion == "fused")) all.push_back(std::move(e));
   }
   fmt::print("{} ({} layers, hidden {}, {} heads, seq {}, micro-batch {}) on {}: {} chips, {:.1f} TFLOPS, "
@@ -159,7 +159,7 @@ int parallel_cmd(ParallelArgs a) {
              sys.peak_flops / 1e12, sys.sram_bytes / 1e6, sys.dram_bytes_per_s / 1e9);
   fmt::print("  {:<40} {:>11} {:>12} {:>12} {:>12}\n", "mapping", "utilisation", "interval ms", "tokens/s", "layer ms");
   for (std::size_t i = 0; i < all.size() && i < a.top; ++i) {
-    const parallel::Evaluation& e = all[i];
+    const partition::Evaluation& e = all[i];
     if (e.feasible)
       fmt::print("  {:<40} {:>11.3f} {:>12.3f} {:>12.0f} {:>12.4f}\n", describe(e), e.utilisation, e.interval_s * 1e3,
                  e.tokens_per_s, e.layer_s * 1e3);
@@ -169,7 +169,7 @@ int parallel_cmd(ParallelArgs a) {
   if (!all.empty() && all.front().feasible) print_partitions(all.front(), layer);
   if (!a.out.empty()) {
     Json maps = Json::array();
-    for (const parallel::Evaluation& e : all) maps.push_back(to_json(e, layer));
+    for (const partition::Evaluation& e : all) maps.push_back(to_json(e, layer));
     write_json(a.out, {{"model", {{"name", llm.name}, {"layers", llm.layers}, {"hidden", llm.hidden},
                                   {"heads", llm.heads}, {"seq", llm.seq}, {"micro_batch", llm.micro_batch}}},
                        {"system", {{"name", sys.name}, {"chips", sys.chips()}, {"peak_flops", sys.peak_flops},

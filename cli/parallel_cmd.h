@@ -2,13 +2,13 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "compiler/parallel/dfmodel.h"
+#include "compiler/partition/dfmodel.h"
 
 namespace tessera::cli {
 
 struct ParallelArgs {
   std::string config, model = "gpt3-175b", mapping, partitions, fusion = "search", out;
-  parallel::LlmSpec llm;
+  partition::LlmSpec llm;
   std::uint32_t top = 10;
   ParallelArgs() { llm.layers = 0; }  // 0: the preset's
 };

@@ -210,4 +210,17 @@ printf '{"proposal": [1, 0, 1, 1], "seed": 3}\n{"proposal": [0]}\n' | "$tessera"
 # chip 0 then holding nothing before it, so the repair is a valid placement starting on chip 0.
 check "partition --serve: the graph, a repaired proposal and a named error, one JSON line each" \
   "[ $? -eq 0 ] && sed -n 1p $tmp/out | grep -q '\"edges\":\[\[0,1\],\[1,2\],\[2,3\]\]' && sed -n 2p $tmp/out | grep -q '\"placement\":\[0,' && sed -n 3p $tmp/out | grep -q 'request 2: expected'"
+# tessera plan-parallel (docs/parallel.md): DFModel-style mappings; fixed mappings and bad input.
+"$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --out "$tmp/par.json" >"$tmp/out" 2>&1
+check "plan-parallel: GPT-3 175B on the SN10 ring, fused TP8 first" "[ $? -eq 0 ] && grep -q 'TP TP8 PP1 DP1 fused' $tmp/out && grep -q '\"utilisation\"' $tmp/par.json"
+"$tessera" plan-parallel --config "$src/configs/sn10-torus-4x2.json" --mapping TP >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: a mapping per dimension is required" "[ $? -eq 1 ] && grep -q 'the system has 2 dimensions' $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --mapping TP --partitions 3,4,x >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: bad partition sizes are named" "[ $? -eq 1 ] && grep -q \"'x' is not a positive kernel count\" $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --model gpt5 >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: unknown model" "[ $? -eq 1 ] && grep -q \"unknown model 'gpt5'\" $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --hidden 1000 --heads 7 >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: hidden not a multiple of heads" "[ $? -eq 1 ] && grep -q 'hidden must be a multiple of heads' $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/ipu-mk2.json" --model gpt3-1t >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: a model that fits nowhere says why" "[ $? -eq 1 ] && grep -q 'no mapping of gpt3-1t fits ipu-mk2' $tmp/err"
 exit $fail

@@ -1,4 +1,4 @@
-#include "compiler/parallel/dfmodel.h"
+#include "compiler/partition/dfmodel.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "sim/common/error.h"
 
-namespace tessera::parallel {
+namespace tessera::partition {
 
 namespace {
 
@@ -308,4 +308,4 @@ std::vector<Evaluation> search(const LlmSpec& llm, const SystemSpec& sys) {
   return all;
 }
 
-}  // namespace tessera::parallel
+}  // namespace tessera::partition

@@ -3,16 +3,16 @@
 // every time is a small number of seconds worked out in the comments.
 #include <catch2/catch.hpp>
 
-#include "compiler/parallel/dfmodel.h"
+#include "compiler/partition/dfmodel.h"
 #include "sim/common/error.h"
 
 using namespace tessera;
-using parallel::Strategy;
+using partition::Strategy;
 
 namespace {
 
-parallel::LlmSpec toy(std::uint32_t layers = 2) {
-  parallel::LlmSpec s;
+partition::LlmSpec toy(std::uint32_t layers = 2) {
+  partition::LlmSpec s;
   s.name = "toy";
   s.layers = layers;
   s.hidden = 8;
@@ -24,8 +24,8 @@ parallel::LlmSpec toy(std::uint32_t layers = 2) {
   return s;
 }
 
-parallel::SystemSpec chip(std::vector<parallel::DimSpec> dims = {}) {
-  parallel::SystemSpec s;
+partition::SystemSpec chip(std::vector<partition::DimSpec> dims = {}) {
+  partition::SystemSpec s;
   s.name = "toy-system";
   s.peak_flops = 64;
   s.sram_bytes = 1e9;
@@ -37,7 +37,7 @@ parallel::SystemSpec chip(std::vector<parallel::DimSpec> dims = {}) {
 }  // namespace
 
 TEST_CASE("a GPT layer's FLOPs, kernel by kernel", "[parallel]") {
-  const auto layer = parallel::gpt_layer(toy());
+  const auto layer = partition::gpt_layer(toy());
   REQUIRE(layer.size() == 11);
   // T = 4 tokens: Q/K/V/Proj 2*4*8*8 = 512; scores and MHA2 2*4*4*8 = 256; softmax 5*2*16 = 160;
   // adds 4*8 = 32; FFN0/FFN1 2*4*8*32 = 2048.
@@ -50,17 +50,17 @@ TEST_CASE("a GPT layer's FLOPs, kernel by kernel", "[parallel]") {
 TEST_CASE("all-reduce time per dimension kind, and hierarchically over two", "[parallel]") {
   using K = sim::DimensionKind;
   const auto sys = chip({{K::Ring, 4, 100}, {K::Ring, 2, 100}, {K::FullyConnected, 4, 100}, {K::Switch, 4, 100}});
-  CHECK(parallel::allreduce_seconds(sys, {0}, 800) == Approx(6));   // 2 * 3/4 * 800 / (2 * 100)
-  CHECK(parallel::allreduce_seconds(sys, {2}, 800) == Approx(4));   // 2 * 800 / (4 * 100)
-  CHECK(parallel::allreduce_seconds(sys, {3}, 800) == Approx(12));  // 2 * 3/4 * 800 / 100
+  CHECK(partition::allreduce_seconds(sys, {0}, 800) == Approx(6));   // 2 * 3/4 * 800 / (2 * 100)
+  CHECK(partition::allreduce_seconds(sys, {2}, 800) == Approx(4));   // 2 * 800 / (4 * 100)
+  CHECK(partition::allreduce_seconds(sys, {3}, 800) == Approx(12));  // 2 * 3/4 * 800 / 100
   // ring of 4, then the ring of 2 (one link each way) on the quarter left: 6 + 2 * 1/2 * 200 / 100
-  CHECK(parallel::allreduce_seconds(sys, {0, 1}, 800) == Approx(8));
+  CHECK(partition::allreduce_seconds(sys, {0, 1}, 800) == Approx(8));
 }
 
 TEST_CASE("kernel by kernel: every tensor through DRAM; fused: compute-bound", "[parallel]") {
-  parallel::Mapping m;
+  partition::Mapping m;
   m.fused = false;
-  const parallel::Evaluation kbk = parallel::evaluate(toy(), chip(), m);
+  const partition::Evaluation kbk = partition::evaluate(toy(), chip(), m);
   REQUIRE(kbk.feasible);
   REQUIRE(kbk.partitions.size() == 11);
   // Q: 512 FLOP = 8 s; reads the input (64 B), writes 64 B, loads 128 B of weights: 4 s -> 8.
@@ -74,7 +74,7 @@ TEST_CASE("kernel by kernel: every tensor through DRAM; fused: compute-bound", "
   CHECK(kbk.layer_s == Approx(112.5));
   CHECK(kbk.utilisation == Approx(2 * 6880.0 / (2 * 112.5 * 64)));
   m.fused = true;
-  const parallel::Evaluation f = parallel::evaluate(toy(), chip(), m);
+  const partition::Evaluation f = partition::evaluate(toy(), chip(), m);
   REQUIRE(f.feasible);
   CHECK(f.layer_s == Approx(6880.0 / 64));  // 107.5 s: every partition compute-bound
   CHECK(f.utilisation == Approx(1.0));
@@ -82,34 +82,34 @@ TEST_CASE("kernel by kernel: every tensor through DRAM; fused: compute-bound", "
 }
 
 TEST_CASE("SRAM: buffers per sequence tile, double-buffered crossings, two weight chunks", "[parallel]") {
-  parallel::LlmSpec s = toy();
+  partition::LlmSpec s = toy();
   s.seq_tile = 2;  // half the tokens per tile
-  parallel::Mapping m;
+  partition::Mapping m;
   m.sizes = std::vector<std::size_t>(11, 1);
-  const parallel::Evaluation e = parallel::evaluate(s, chip(), m);
+  const partition::Evaluation e = partition::evaluate(s, chip(), m);
   REQUIRE(e.feasible);
   // Q alone: the input's tile (32 B) and its output's (32 B), each twice; weights 128 B, half resident.
   CHECK(e.partitions[0].sram_bytes == Approx(2 * 32 + 2 * 32 + 64));
   // Q, K, V, MHA1 fused: the input twice (read once), Q and K buffered for MHA1 (depth 4 and 3),
   // V and the scores leave (twice each), three half-resident weights.
   m.sizes = {4, 7};
-  const parallel::Evaluation g = parallel::evaluate(s, chip(), m);
+  const partition::Evaluation g = partition::evaluate(s, chip(), m);
   REQUIRE(g.feasible);
   CHECK(g.partitions[0].sram_bytes == Approx(2 * 32 + 4 * 32 + 3 * 32 + 2 * 32 + 2 * 32 + 3 * 64));
-  parallel::SystemSpec small = chip();
+  partition::SystemSpec small = chip();
   small.sram_bytes = 100;
   m.sizes.clear();
-  const parallel::Evaluation none = parallel::evaluate(s, small, m);
+  const partition::Evaluation none = partition::evaluate(s, small, m);
   CHECK_FALSE(none.feasible);
   CHECK_THAT(none.why, Catch::Contains("kernel 'Q' alone needs"));
 }
 
 TEST_CASE("tensor and pipeline parallelism: shards, all-reduces, stage hand-off", "[parallel]") {
   const auto sys = chip({{sim::DimensionKind::Ring, 2, 16}});
-  parallel::Mapping m;
+  partition::Mapping m;
   m.dims = {Strategy::TP};
   m.fused = false;
-  const parallel::Evaluation tp = parallel::evaluate(toy(), sys, m);
+  const partition::Evaluation tp = partition::evaluate(toy(), sys, m);
   REQUIRE(tp.feasible);
   CHECK(tp.tp == 2);
   // Proj and FFN1 all-reduce 64 B each over the one link each way: 2 * 1/2 * 64 / 16 = 4 s
@@ -117,31 +117,31 @@ TEST_CASE("tensor and pipeline parallelism: shards, all-reduces, stage hand-off"
   // everything but the two adds halves: (6880 - 64) / 2 + 64 FLOP
   CHECK(tp.compute_s == Approx(3472.0 / 64));
   m.dims = {Strategy::PP};
-  const parallel::Evaluation pp = parallel::evaluate(toy(), sys, m);
+  const partition::Evaluation pp = partition::evaluate(toy(), sys, m);
   REQUIRE(pp.feasible);
   CHECK(pp.pp == 2);
   CHECK(pp.stage_s == Approx(112.5));  // one layer per stage
   CHECK(pp.p2p_s == Approx(4));         // 64 B of activations at 16 B/s
   CHECK(pp.utilisation == Approx(2 * 6880.0 / (112.5 * 64 * 2)));
   m.dims = {Strategy::DP};
-  const parallel::Evaluation dp = parallel::evaluate(toy(), sys, m);
+  const partition::Evaluation dp = partition::evaluate(toy(), sys, m);
   CHECK(dp.tokens_per_s == Approx(2 * 4 / (2 * 112.5)));
 }
 
 TEST_CASE("mappings that cannot work say why; search ranks the ones that can", "[parallel]") {
   auto sys = chip({{sim::DimensionKind::Ring, 4, 16}});
-  parallel::Mapping m;
+  partition::Mapping m;
   m.dims = {Strategy::TP};
-  CHECK_THAT(parallel::evaluate(toy(), sys, m).why, Catch::Contains("2 heads do not divide over TP 4"));
+  CHECK_THAT(partition::evaluate(toy(), sys, m).why, Catch::Contains("2 heads do not divide over TP 4"));
   m.dims = {Strategy::PP};
-  CHECK_THAT(parallel::evaluate(toy(), sys, m).why, Catch::Contains("more stages than the model's 2 layers"));
+  CHECK_THAT(partition::evaluate(toy(), sys, m).why, Catch::Contains("more stages than the model's 2 layers"));
   sys.dram_capacity = 1000;  // a layer's weights are 4 * 128 + 2 * 512 = 1536 B
   m.dims = {Strategy::DP};
-  CHECK_THAT(parallel::evaluate(toy(), sys, m).why, Catch::Contains("2 layers per stage hold"));
+  CHECK_THAT(partition::evaluate(toy(), sys, m).why, Catch::Contains("2 layers per stage hold"));
   m.dims = {};
-  CHECK_THROWS_AS(parallel::evaluate(toy(), sys, m), Error);
+  CHECK_THROWS_AS(partition::evaluate(toy(), sys, m), Error);
   sys.dram_capacity = 0;
-  const auto all = parallel::search(toy(), sys);
+  const auto all = partition::search(toy(), sys);
   REQUIRE(all.size() == 6);
   CHECK(all.front().feasible);
   for (std::size_t i = 1; i < all.size(); ++i)

@@ -12,7 +12,7 @@
 
 #include "sim/config/config.h"
 
-namespace tessera::parallel {
+namespace tessera::partition {
 
 // A GPT decoder layer's shape (the DFModel paper's Fig. 2A), forward pass for `micro_batch`
 // sequences of `seq` tokens.
@@ -108,4 +108,4 @@ Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m)
 // (utilisation, then fewer pipeline stages). Infeasible mappings last, with the reason.
 std::vector<Evaluation> search(const LlmSpec& llm, const SystemSpec& sys);
 
-}  // namespace tessera::parallel
+}  // namespace tessera::partition

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""DFModel's dataflow-mapping results, in shape, with `tessera plan-parallel` (analytical).
+
+Writes results.json, tables.md and (with python3-matplotlib) heatmap.png under --out:
+
+  case study  GPT-3 175B on 8 SN10-like chips (the paper's Table VI): kernel by kernel (the
+              non-dataflow mapping) and the vendor's four partitions per layer on the 8-chip
+              ring with TP8, the best fused mapping on the ring, the best on a 4 x 2 torus
+  memory      the same model on 8 chips of 300 TFLOPS in a 4 x 2 torus, SRAM 150/300/500 MB x
+              DRAM 100/300/600 GB/s: best fused and best kernel-by-kernel utilisation, and their
+              ratio (the paper's Fig. 19: dataflow up to 1.63x)
+
+  scripts/reproduce_dfmodel.py [--tessera build/cli/tessera] [--out results/dfmodel]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAPER_STEPS = {"vendor": 4.05, "fused ring": 1.19, "fused torus": 1.28}
+
+
+def plan(tessera, config, *extra):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = [tessera, "plan-parallel", "--config", config, "--model", "gpt3-175b", "--out", out, *extra]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0 and not os.path.exists(out):
+            sys.exit(f"reproduce_dfmodel: {' '.join(cmd)} failed: {p.stderr.strip()}")
+        return json.load(open(out))
+
+
+def best(result, execution):
+    ok = [m for m in result["mappings"] if m["feasible"] and m["execution"] == execution]
+    return max(ok, key=lambda m: m["utilisation"]) if ok else None
+
+
+def describe(m):
+    parts = " | ".join(" ".join(p["kernels"]) for p in m["partitions"])
+    return f"{','.join(m['dimensions'])} (TP{m['tp']} PP{m['pp']} DP{m['dp']}): {parts}"
+
+
+def case_study(args):
+    ring = os.path.join(ROOT, "configs", "sn10-ring-8.json")
+    torus = os.path.join(ROOT, "configs", "sn10-torus-4x2.json")
+    rows = [("non-dataflow (kernel by kernel)", "8x1 ring",
+             best(plan(args.tessera, ring, "--mapping", "TP", "--fusion", "kernel-by-kernel"), "kernel-by-kernel")),
+            ("vendor partitions {Q,K,V} {MHA1,Softmax,MHA2,Proj} {Add,FFN0} {FFN1,Add}", "8x1 ring",
+             best(plan(args.tessera, ring, "--mapping", "TP", "--partitions", "3,4,2,2"), "fused")),
+            ("best fused mapping", "8x1 ring", best(plan(args.tessera, ring, "--fusion", "fused"), "fused")),
+            ("best fused mapping", "4x2 torus", best(plan(args.tessera, torus, "--fusion", "fused"), "fused"))]
+    out, prev = [], None
+    paper = [1.0, 4.05, 1.19, 1.28]
+    acc_paper = 1.0
+    for (name, topo, m), pstep in zip(rows, paper):
+        step = m["utilisation"] / prev if prev else 1.0
+        acc_paper *= pstep
+        out.append({"mapping": name, "topology": topo, "utilisation": m["utilisation"], "step": step,
+                    "accumulated": m["utilisation"] / rows[0][2]["utilisation"], "paper_step": pstep,
+                    "paper_accumulated": acc_paper, "partitions": describe(m)})
+        prev = m["utilisation"]
+    return out
+
+
+def variant(base, sram_mb, dram_gbps, tmp):
+    c = json.load(open(base))
+    cores = 625  # x 240 MACs x 2 x 1 GHz = 300 TFLOPS
+    c["name"] = f"torus-4x2-300tf-{sram_mb}mb-{dram_gbps}gbps"
+    c["chip"]["cores"] = cores
+    c["chip"]["core"]["sram_bytes"] = sram_mb * 1000000 // cores
+    c["chip"]["offchip"]["channel_bytes_per_cycle"] = dram_gbps
+    path = os.path.join(tmp, c["name"] + ".json")
+    json.dump(c, open(path, "w"))
+    return path
+
+
+def memory_sweep(args):
+    base = os.path.join(ROOT, "configs", "sn10-torus-4x2.json")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for sram in (150, 300, 500):
+            for dram in (100, 300, 600):
+                r = plan(args.tessera, variant(base, sram, dram, tmp))
+                f, k = best(r, "fused"), best(r, "kernel-by-kernel")
+                rows.append({"sram_mb": sram, "dram_gbps": dram,
+                             "fused": f["utilisation"] if f else None, "fused_mapping": describe(f) if f else "does not fit",
+                             "kernel_by_kernel": k["utilisation"] if k else None,
+                             "kernel_mapping": describe(k) if k else "does not fit"})
+    return rows
+
+
+def tables(case, sweep):
+    lines = ["| mapping | topology | utilisation | step | accumulated | paper: step | paper: accumulated |",
+             "|---|---|---|---|---|---|---|"]
+    for r in case:
+        lines.append(f"| {r['mapping']} | {r['topology']} | {r['utilisation']:.3f} | {r['step']:.2f}x | "
+                     f"{r['accumulated']:.2f}x | {r['paper_step']:.2f}x | {r['paper_accumulated']:.2f}x |")
+    lines += ["", "Partitions of the fused mappings:", ""]
+    lines += [f"- {r['mapping']}, {r['topology']}: {r['partitions']}" for r in case]
+    lines += ["", "| SRAM \\ DRAM | 100 GB/s | 300 GB/s | 600 GB/s |", "|---|---|---|---|"]
+    fmt = lambda x: f"{x:.3f}" if x is not None else "-"
+    for sram in (150, 300, 500):
+        cells = []
+        for dram in (100, 300, 600):
+            r = next(x for x in sweep if x["sram_mb"] == sram and x["dram_gbps"] == dram)
+            ratio = (f"{r['fused'] / r['kernel_by_kernel']:.2f}x" if r["fused"] and r["kernel_by_kernel"] else "-")
+            cells.append(f"{fmt(r['fused'])} / {fmt(r['kernel_by_kernel'])} ({ratio})")
+        lines.append(f"| {sram} MB | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def heatmap(sweep, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("reproduce_dfmodel: python3-matplotlib is not installed; no heat map", file=sys.stderr)
+        return
+    srams, drams = (150, 300, 500), (100, 300, 600)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, key, title in zip(axes, ("fused", "kernel_by_kernel", "ratio"),
+                              ("dataflow (fused) utilisation", "kernel-by-kernel utilisation", "dataflow / kernel by kernel")):
+        grid = []
+        for s in srams:
+            row = []
+            for d in drams:
+                r = next(x for x in sweep if x["sram_mb"] == s and x["dram_gbps"] == d)
+                if key == "ratio":
+                    v = r["fused"] / r["kernel_by_kernel"] if r["fused"] and r["kernel_by_kernel"] else float("nan")
+                else:
+                    v = r[key] if r[key] is not None else float("nan")
+                row.append(v)
+            grid.append(row)
+        im = ax.imshow(grid, origin="lower", cmap="viridis")
+        for i in range(3):
+            for j in range(3):
+                ax.text(j, i, f"{grid[i][j]:.2f}", ha="center", va="center", color="w")
+        ax.set_xticks(range(3), [f"{d} GB/s" for d in drams])
+        ax.set_yticks(range(3), [f"{s} MB" for s in srams])
+        ax.set_xlabel("DRAM bandwidth")
+        ax.set_ylabel("SRAM")
+        ax.set_title(title)
+        fig.colorbar(im, ax=ax)
+    fig.suptitle("GPT-3 175B on 8 chips of 300 TFLOPS, 4 x 2 torus (tessera plan-parallel)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "cli", "tessera"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "dfmodel"))
+    args = ap.parse_args()
+    if not os.access(args.tessera, os.X_OK):
+        sys.exit(f"reproduce_dfmodel: {args.tessera} is not an executable; build first (scripts/build.sh)")
+    os.makedirs(args.out, exist_ok=True)
+    case, sweep = case_study(args), memory_sweep(args)
+    json.dump({"case_study": case, "memory_sweep": sweep}, open(os.path.join(args.out, "results.json"), "w"), indent=1)
+    md = tables(case, sweep)
+    open(os.path.join(args.out, "tables.md"), "w").write(md)
+    print(md)
+    heatmap(sweep, os.path.join(args.out, "heatmap.png"))
+
+
+if __name__ == "__main__":
+    main()
