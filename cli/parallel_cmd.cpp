@@ -13,7 +13,7 @@ namespace tessera::cli {
 namespace {
 
 // Shapes of public GPT models (layers, hidden, heads; FFN 4 x hidden; sequence 2048): GPT-3
-// 175B and the Megatron-LM 1T configuration the DFModel paper sweeps; GPT-2 XL as a 1.5B model.
+// 175B and the Megatron-LM 1T configuration the DFModel paper sweeps; GPT-3 XL (1.3B) as a small one.
 struct Preset {
   std::uint32_t layers;
   std::uint64_t hidden, heads, seq;
@@ -21,7 +21,7 @@ struct Preset {
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> p = {{"gpt3-175b", {96, 12288, 96, 2048}},
                                                   {"gpt3-1t", {128, 25600, 160, 2048}},
-                                                  {"gpt2-1.5b", {48, 1600, 25, 1024}}};
+                                                  {"gpt3-1.3b", {24, 2048, 16, 2048}}};
   return p;
 }
 
@@ -76,10 +76,16 @@ Json to_json(const partition::Evaluation& e, const std::vector<partition::Kernel
     Json names = Json::array();
     for (std::size_t k = p.first; k <= p.last; ++k) names.push_back(layer[k].name);
     parts.push_back({{"kernels", names}, {"compute_s", p.compute_s}, {"memory_s", p.memory_s},
-                     {"network_s", p.network_s}, {"sram_bytes", p.sram_bytes}, {"seconds", p.seconds()}});
+                     {"network_s", p.network_s}, {"sram_bytes", p.sram_bytes}, {"seconds", p.seconds()},
+                     {"backward_seconds", p.backward_seconds()}});
   }
   j["partitions"] = parts;
   j["layer_s"] = e.layer_s;
+  if (e.micro_batches > 1 || e.backward_layer_s > 0) {
+    j["backward_layer_s"] = e.backward_layer_s;
+    j["micro_batches"] = e.micro_batches;
+    j["gradient_allreduce_s"] = e.gradient_allreduce_s;
+  }
   j["stage_s"] = e.stage_s;
   j["p2p_s"] = e.p2p_s;
   j["interval_s"] = e.interval_s;
@@ -106,7 +112,7 @@ void print_partitions(const partition::Evaluation& e, const std::vector<partitio
 
 void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--config", a.config, "the system: chip peak, SRAM and DRAM from chip, topology from system.dimensions")->required();
-  cmd->add_option("--model", a.model, "gpt3-175b, gpt3-1t or gpt2-1.5b (shape presets; --layers/--hidden/--heads/--seq override)")
+  cmd->add_option("--model", a.model, "gpt3-175b, gpt3-1t or gpt3-1.3b (shape presets; --layers/--hidden/--heads/--seq override)")
       ->capture_default_str();
   cmd->add_option("--layers", a.llm.layers, "decoder layers");
   cmd->add_option("--hidden", a.llm.hidden, "hidden size");
@@ -117,6 +123,9 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--seq-tile", a.llm.seq_tile, "tokens per tile streamed through a fused partition")->capture_default_str();
   cmd->add_option("--weight-tiles", a.llm.weight_tiles, "chunks weights stream through SRAM in (two resident)")->capture_default_str();
   cmd->add_option("--word-bytes", a.llm.word_bytes, "bytes per element")->capture_default_str();
+  cmd->add_flag("--training", a.llm.training, "forward and backward, an iteration of --global-batch sequences, 1F1B "
+                                             "pipeline, DP gradient all-reduce");
+  cmd->add_option("--global-batch", a.llm.global_batch, "training: sequences per iteration (default: a micro-batch per DP replica)");
   cmd->add_option("--mapping", a.mapping, "fix the strategy per dimension, e.g. TP,PP (default: search them all)");
   cmd->add_option("--fusion", a.fusion, "search (both), fused or kernel-by-kernel")->capture_default_str();
   cmd->add_option("--partitions", a.partitions, "fix the partitions: kernels per partition in order, e.g. 3,4,2,2 (fused)");
@@ -126,7 +135,7 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
 
 int parallel_cmd(ParallelArgs a) {
   const auto it = presets().find(a.model);
-  if (it == presets().end()) throw Error(fmt::format("--model: unknown model '{}' (expected gpt3-175b, gpt3-1t or gpt2-1.5b)", a.model));
+  if (it == presets().end()) throw Error(fmt::format("--model: unknown model '{}' (expected gpt3-175b, gpt3-1t or gpt3-1.3b)", a.model));
   partition::LlmSpec& llm = a.llm;
   llm.name = a.model;
   if (llm.layers == 0) llm.layers = it->second.layers;
@@ -149,15 +158,18 @@ int parallel_cmd(ParallelArgs a) {
       m.fused = fused;
       all.push_back(partition::evaluate(llm, sys, m));
     }
+    partition::rank(all);
   } else {
     for (partition::Evaluation& e : partition::search(llm, sys))
       if (a.fusion == "search" || e.mapping.fused == (a.fusion == "fused")) all.push_back(std::move(e));
   }
-  fmt::print("{} ({} layers, hidden {}, {} heads, seq {}, micro-batch {}) on {}: {} chips, {:.1f} TFLOPS, "
+  fmt::print("{} ({} layers, hidden {}, {} heads, seq {}, micro-batch {}{}) on {}: {} chips, {:.1f} TFLOPS, "
              "{:.0f} MB SRAM, {:.0f} GB/s DRAM per chip\n",
-             llm.name, llm.layers, llm.hidden, llm.heads, llm.seq, llm.micro_batch, sys.name, sys.chips(),
+             llm.name, llm.layers, llm.hidden, llm.heads, llm.seq, llm.micro_batch,
+             llm.training ? fmt::format(", training, global batch {}", llm.global_batch) : "", sys.name, sys.chips(),
              sys.peak_flops / 1e12, sys.sram_bytes / 1e6, sys.dram_bytes_per_s / 1e9);
-  fmt::print("  {:<40} {:>11} {:>12} {:>12} {:>12}\n", "mapping", "utilisation", "interval ms", "tokens/s", "layer ms");
+  fmt::print("  {:<40} {:>11} {:>12} {:>12} {:>12}\n", "mapping", "utilisation",
+             llm.training ? "iteration ms" : "interval ms", "tokens/s", "layer ms");
   for (std::size_t i = 0; i < all.size() && i < a.top; ++i) {
     const partition::Evaluation& e = all[i];
     if (e.feasible)
@@ -171,7 +183,8 @@ int parallel_cmd(ParallelArgs a) {
     Json maps = Json::array();
     for (const partition::Evaluation& e : all) maps.push_back(to_json(e, layer));
     write_json(a.out, {{"model", {{"name", llm.name}, {"layers", llm.layers}, {"hidden", llm.hidden},
-                                  {"heads", llm.heads}, {"seq", llm.seq}, {"micro_batch", llm.micro_batch}}},
+                                  {"heads", llm.heads}, {"seq", llm.seq}, {"micro_batch", llm.micro_batch},
+                                  {"training", llm.training}, {"global_batch", llm.global_batch}}},
                        {"system", {{"name", sys.name}, {"chips", sys.chips()}, {"peak_flops", sys.peak_flops},
                                    {"sram_bytes", sys.sram_bytes}, {"dram_bytes_per_s", sys.dram_bytes_per_s}}},
                        {"mappings", maps}});

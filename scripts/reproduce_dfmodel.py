@@ -9,6 +9,9 @@ Writes results.json, tables.md and (with python3-matplotlib) heatmap.png under -
   memory      the same model on 8 chips of 300 TFLOPS in a 4 x 2 torus, SRAM 150/300/500 MB x
               DRAM 100/300/600 GB/s: best fused and best kernel-by-kernel utilisation, and their
               ratio (the paper's Fig. 19: dataflow up to 1.63x)
+  training    issue 17's two published-value cases on A100-like systems: GPT-3 XL (1.3B) on 4
+              GPUs with TP4, and a 60-layer, hidden-10240 model on 1024 GPUs kernel by kernel
+              (which mapping the search chooses; with the DRAM capacity check and without it)
 
   scripts/reproduce_dfmodel.py [--tessera build/cli/tessera] [--out results/dfmodel]
 """
@@ -23,10 +26,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAPER_STEPS = {"vendor": 4.05, "fused ring": 1.19, "fused torus": 1.28}
 
 
-def plan(tessera, config, *extra):
+def plan(tessera, config, *extra, model="gpt3-175b"):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        cmd = [tessera, "plan-parallel", "--config", config, "--model", "gpt3-175b", "--out", out, *extra]
+        cmd = [tessera, "plan-parallel", "--config", config, "--model", model, "--out", out, *extra]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0 and not os.path.exists(out):
             sys.exit(f"reproduce_dfmodel: {' '.join(cmd)} failed: {p.stderr.strip()}")
@@ -36,6 +39,10 @@ def plan(tessera, config, *extra):
 def best(result, execution):
     ok = [m for m in result["mappings"] if m["feasible"] and m["execution"] == execution]
     return max(ok, key=lambda m: m["utilisation"]) if ok else None
+
+
+def short(m):
+    return f"{','.join(m['dimensions'])} (TP{m['tp']} PP{m['pp']} DP{m['dp']})"
 
 
 def describe(m):
@@ -92,7 +99,36 @@ def memory_sweep(args):
     return rows
 
 
-def tables(case, sweep):
+def training(args):
+    a4 = os.path.join(ROOT, "configs", "a100-switch-4.json")
+    rows = []
+    for fusion in ("kernel-by-kernel", "fused"):
+        r = plan(args.tessera, a4, "--training", "--global-batch", "512", "--mapping", "TP", "--fusion", fusion,
+                 model="gpt3-1.3b")
+        m = best(r, fusion)
+        rows.append({"case": f"GPT-3 XL (1.3B), 4 GPUs, TP4, {fusion}", "mapping": short(m) if m else "does not fit",
+                     "utilisation": m["utilisation"] if m else None, "published": 0.90})
+    big = os.path.join(ROOT, "configs", "a100-1024.json")
+    shape = ["--layers", "60", "--hidden", "10240", "--heads", "80", "--training", "--global-batch", "2048",
+             "--fusion", "kernel-by-kernel"]
+    with tempfile.TemporaryDirectory() as tmp:
+        c = json.load(open(big))
+        c["chip"]["offchip"]["capacity_bytes"] = 0  # 0: plan-parallel does not check DRAM capacity
+        nocap = os.path.join(tmp, "a100-1024-no-capacity.json")
+        json.dump(c, open(nocap, "w"))
+        for label, cfg in (("with the DRAM capacity check", big), ("without it", nocap)):
+            for mb in ("1", "2"):
+                r = plan(args.tessera, cfg, *shape, "--micro-batch", mb)
+                m = best(r, "kernel-by-kernel")
+                fixed = plan(args.tessera, cfg, *shape, "--micro-batch", mb, "--mapping", "TP,PP,DP")["mappings"][0]
+                rows.append({"case": f"60 layers, hidden 10240, 1024 GPUs, kernel by kernel, micro-batch {mb}, {label}",
+                             "mapping": short(m) if m else "does not fit",
+                             "utilisation": m["utilisation"] if m else None, "published": 0.65,
+                             "tp8_pp4_dp32": fixed.get("utilisation"), "tp8_pp4_dp32_why": fixed.get("why", "")})
+    return rows
+
+
+def tables(case, sweep, train):
     lines = ["| mapping | topology | utilisation | step | accumulated | paper: step | paper: accumulated |",
              "|---|---|---|---|---|---|---|"]
     for r in case:
@@ -109,6 +145,11 @@ def tables(case, sweep):
             ratio = (f"{r['fused'] / r['kernel_by_kernel']:.2f}x" if r["fused"] and r["kernel_by_kernel"] else "-")
             cells.append(f"{fmt(r['fused'])} / {fmt(r['kernel_by_kernel'])} ({ratio})")
         lines.append(f"| {sram} MB | " + " | ".join(cells) + " |")
+    lines += ["", "| training case | chosen mapping | utilisation | TP8 PP4 DP32 | published |", "|---|---|---|---|---|"]
+    for r in train:
+        fixed = (f"{r['tp8_pp4_dp32']:.3f}" if r.get("tp8_pp4_dp32") is not None
+                 else (r.get("tp8_pp4_dp32_why") or "–"))
+        lines.append(f"| {r['case']} | {r['mapping']} | {fmt(r['utilisation'])} | {fixed} | {r['published']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -158,9 +199,10 @@ def main():
     if not os.access(args.tessera, os.X_OK):
         sys.exit(f"reproduce_dfmodel: {args.tessera} is not an executable; build first (scripts/build.sh)")
     os.makedirs(args.out, exist_ok=True)
-    case, sweep = case_study(args), memory_sweep(args)
-    json.dump({"case_study": case, "memory_sweep": sweep}, open(os.path.join(args.out, "results.json"), "w"), indent=1)
-    md = tables(case, sweep)
+    case, sweep, train = case_study(args), memory_sweep(args), training(args)
+    json.dump({"case_study": case, "memory_sweep": sweep, "training": train},
+              open(os.path.join(args.out, "results.json"), "w"), indent=1)
+    md = tables(case, sweep, train)
     open(os.path.join(args.out, "tables.md"), "w").write(md)
     print(md)
     heatmap(sweep, os.path.join(args.out, "heatmap.png"))

@@ -41,6 +41,7 @@ struct Context {
   const SystemSpec& sys;
   std::vector<std::size_t> tp_dims;
   double weight_tiles = 1;
+  bool training = false;  // partitions are chosen for forward and backward together
 };
 
 // Kernels [first, last] as one partition on one chip.
@@ -50,12 +51,16 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
   p.last = last;
   auto inside = [&](std::size_t k) { return k >= first && k <= last; };
   std::set<int> read;  // tensors read from DRAM (by producer; -1 the layer's input)
+  std::set<int> reduced;  // training: input gradients all-reduced
   double dram = 0, flops = 0, weights = 0;
   for (std::size_t k = first; k <= last; ++k) {
     const Sharded& s = c.sharded[k];
     flops += s.flops;
     weights += s.weight_bytes;
     for (int i : c.layer[k].inputs) {
+      if (c.layer[k].shard == Shard::Column && c.tp_dims.size() && reduced.insert(i).second)
+        p.backward_network_s += allreduce_seconds(
+            c.sys, c.tp_dims, i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes);
       if (i >= 0 && inside(static_cast<std::size_t>(i))) continue;
       if (!read.insert(i).second) continue;  // read once for the whole partition
       dram += i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes;
@@ -79,6 +84,8 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
   p.sram_bytes += weights * std::min(1.0, 2.0 / c.weight_tiles);  // two chunks of them at a time
   p.compute_s = flops / c.sys.peak_flops;  // tiles shared in proportion to FLOPs: all finish together
   p.memory_s = (dram + weights) / c.sys.dram_bytes_per_s;
+  p.backward_compute_s = 2 * p.compute_s;
+  p.backward_memory_s = 2 * p.memory_s + weights / c.sys.dram_bytes_per_s;
   return p;
 }
 
@@ -98,8 +105,9 @@ bool best_partitions(const Context& c, bool fused, std::vector<PartitionCost>& o
                             c.layer[begin].name, p.sram_bytes / 1e6, c.sys.sram_bytes / 1e6);
         continue;
       }
-      if (best[begin] + p.seconds() < best[end]) {
-        best[end] = best[begin] + p.seconds();
+      const double t = p.seconds() + (c.training ? p.backward_seconds() : 0.0);
+      if (best[begin] + t < best[end]) {
+        best[end] = best[begin] + t;
         last[end] = p;
       }
     }
@@ -227,6 +235,9 @@ double allreduce_seconds(const SystemSpec& s, const std::vector<std::size_t>& di
 }
 
 double PartitionCost::seconds() const { return std::max({compute_s, memory_s, network_s}); }
+double PartitionCost::backward_seconds() const {
+  return std::max({backward_compute_s, backward_memory_s, backward_network_s});
+}
 
 Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m) {
   if (m.dims.size() != sys.dims.size())
@@ -236,7 +247,7 @@ Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m)
   const std::vector<Kernel> layer = gpt_layer(llm);
   Evaluation e;
   e.mapping = m;
-  Context c{layer, {}, std::vector<std::vector<std::size_t>>(layer.size()), sys, {}, static_cast<double>(llm.weight_tiles)};
+  Context c{layer, {}, std::vector<std::vector<std::size_t>>(layer.size()), sys, {}, static_cast<double>(llm.weight_tiles), llm.training};
   for (std::size_t d = 0; d < m.dims.size(); ++d) {
     const std::uint32_t n = sys.dims[d].size;
     if (m.dims[d] == Strategy::TP) {
@@ -261,11 +272,30 @@ Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m)
     e.why = fmt::format("PP {} is more stages than the model's {} layers", e.pp, llm.layers);
     return e;
   }
-  double weights = 0;
-  for (const Sharded& s : c.sharded) weights += s.weight_bytes;
-  if (sys.dram_capacity > 0 && per_stage * weights > sys.dram_capacity) {
-    e.why = fmt::format("{} layers per stage hold {:.1f} GB of weights per chip; DRAM holds {:.1f} GB", per_stage,
-                        per_stage * weights / 1e9, sys.dram_capacity / 1e9);
+  double weights = 0, activations = 0;
+  for (const Sharded& s : c.sharded) {
+    weights += s.weight_bytes;
+    activations += s.out_bytes;
+  }
+  if (llm.training) {
+    const std::uint64_t per_step = static_cast<std::uint64_t>(e.dp) * llm.micro_batch;
+    const std::uint64_t batch = llm.global_batch ? llm.global_batch : per_step;
+    if (batch % per_step != 0) {
+      e.why = fmt::format("a global batch of {} does not split into micro-batches of {} over DP {}", batch,
+                          llm.micro_batch, e.dp);
+      return e;
+    }
+    e.micro_batches = batch / per_step;
+  }
+  // Training keeps, per parameter, fp16 weights and gradients and fp32 master weights and two
+  // Adam moments (16 B: 8 x the fp16 weights), and the activations of the micro-batches in
+  // flight (1F1B: at most PP of them).
+  const double in_flight = static_cast<double>(std::min<std::uint64_t>(e.micro_batches, e.pp));
+  const double dram_need = llm.training ? per_stage * (8 * weights + in_flight * activations) : per_stage * weights;
+  if (sys.dram_capacity > 0 && dram_need > sys.dram_capacity) {
+    e.why = fmt::format("{} layers per stage hold {:.1f} GB per chip ({}); DRAM holds {:.1f} GB", per_stage,
+                        dram_need / 1e9, llm.training ? "weights, gradients, optimiser state, activations" : "weights",
+                        sys.dram_capacity / 1e9);
     return e;
   }
   const bool ok = m.sizes.empty() ? best_partitions(c, m.fused, e.partitions, e.why)
@@ -278,13 +308,32 @@ Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m)
     e.memory_s += p.memory_s;
     e.network_s += p.network_s;
   }
-  e.stage_s = per_stage * e.layer_s;
   e.p2p_s = p2p_seconds(sys, layer, m, e.tp);
-  e.interval_s = std::max(e.stage_s, e.p2p_s);
   double flops = 0;
   for (const Kernel& k : layer) flops += k.flops;
-  e.utilisation = llm.layers * flops / (e.interval_s * sys.peak_flops * e.tp * e.pp);
-  e.tokens_per_s = e.dp * static_cast<double>(llm.seq * llm.micro_batch) / e.interval_s;
+  if (!llm.training) {
+    e.stage_s = per_stage * e.layer_s;
+    e.interval_s = std::max(e.stage_s, e.p2p_s);
+    e.utilisation = llm.layers * flops / (e.interval_s * sys.peak_flops * e.tp * e.pp);
+    e.tokens_per_s = e.dp * static_cast<double>(llm.seq * llm.micro_batch) / e.interval_s;
+    return e;
+  }
+  // Training, 1F1B: each stage runs every micro-batch forward and backward; the pipeline fills
+  // and drains once per iteration (PP - 1 extra steps), a step being the slower of a stage's
+  // work and the hand-off of activations and their gradients; then the DP replicas all-reduce
+  // their gradients (not overlapped).
+  for (const PartitionCost& p : e.partitions) e.backward_layer_s += p.backward_seconds();
+  e.stage_s = per_stage * (e.layer_s + e.backward_layer_s);
+  const double step = std::max(e.stage_s, 2 * e.p2p_s);
+  std::vector<std::size_t> dp_dims;
+  for (std::size_t d = 0; d < m.dims.size(); ++d)
+    if (m.dims[d] == Strategy::DP) dp_dims.push_back(d);
+  e.gradient_allreduce_s = allreduce_seconds(sys, dp_dims, per_stage * weights);
+  e.interval_s = static_cast<double>(e.micro_batches + e.pp - 1) * step + e.gradient_allreduce_s;
+  const double sequences = static_cast<double>(e.micro_batches * e.dp * llm.micro_batch);
+  e.utilisation = 3 * llm.layers * flops * sequences / llm.micro_batch /
+                  (e.interval_s * sys.peak_flops * e.tp * e.pp * e.dp);
+  e.tokens_per_s = sequences * static_cast<double>(llm.seq) / e.interval_s;
   return e;
 }
 
@@ -300,12 +349,16 @@ std::vector<Evaluation> search(const LlmSpec& llm, const SystemSpec& sys) {
       for (std::size_t i = 0, x = code; i < d; ++i, x /= 3) m.dims.push_back(static_cast<Strategy>(x % 3));
       all.push_back(evaluate(llm, sys, m));
     }
+  rank(all);
+  return all;
+}
+
+void rank(std::vector<Evaluation>& all) {
   std::stable_sort(all.begin(), all.end(), [](const Evaluation& a, const Evaluation& b) {
     if (a.feasible != b.feasible) return a.feasible;
     if (a.utilisation != b.utilisation) return a.utilisation > b.utilisation;
     return a.pp < b.pp;
   });
-  return all;
 }
 
 }  // namespace tessera::partition

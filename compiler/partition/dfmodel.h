@@ -26,6 +26,10 @@ struct LlmSpec {
   // Weights stream through SRAM in this many chunks, two resident at a time (the DFModel code's
   // weight tiling; re-reading activations per chunk is not charged, as there).
   std::uint32_t weight_tiles = 4;
+  // Training: every micro-batch also runs backward, and an iteration of `global_batch` sequences
+  // (0: one micro-batch per DP replica) ends with the DP gradient all-reduce (docs/parallel.md).
+  bool training = false;
+  std::uint64_t global_batch = 0;
 };
 
 // How a kernel's work divides over a tensor-parallel group (Megatron-LM's scheme): its output
@@ -81,6 +85,11 @@ struct PartitionCost {
   double compute_s = 0, memory_s = 0, network_s = 0;
   double sram_bytes = 0;  // what it needs on the chip
   double seconds() const;
+  // Training: the same kernels backward, as one partition: twice the FLOPs, twice the DRAM
+  // traffic plus the weight gradients written, and the all-reduces of the input gradients of
+  // its column-sharded kernels (one per distinct input tensor).
+  double backward_compute_s = 0, backward_memory_s = 0, backward_network_s = 0;
+  double backward_seconds() const;
 };
 
 struct Mapping {
@@ -96,6 +105,10 @@ struct Evaluation {
   std::string why;  // when not feasible
   std::vector<PartitionCost> partitions;  // one layer on one chip
   double layer_s = 0, stage_s = 0, p2p_s = 0, interval_s = 0;
+  // training: backward per layer and micro-batch, micro-batches per replica and iteration, the
+  // DP gradient all-reduce; interval_s is then the iteration
+  double backward_layer_s = 0, gradient_allreduce_s = 0;
+  std::uint64_t micro_batches = 1;
   double utilisation = 0;          // model FLOP / (interval x peak x chips)
   double tokens_per_s = 0;         // the whole system
   double compute_s = 0, memory_s = 0, network_s = 0;  // sums over the layer's partitions
@@ -107,5 +120,7 @@ Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m)
 // Every assignment of strategies to dimensions, for kernel by kernel and fused; best first
 // (utilisation, then fewer pipeline stages). Infeasible mappings last, with the reason.
 std::vector<Evaluation> search(const LlmSpec& llm, const SystemSpec& sys);
+// Best first: feasible, then utilisation, then fewer pipeline stages (stable otherwise).
+void rank(std::vector<Evaluation>& all);
 
 }  // namespace tessera::partition

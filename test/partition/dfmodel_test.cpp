@@ -147,3 +147,43 @@ TEST_CASE("mappings that cannot work say why; search ranks the ones that can", "
   for (std::size_t i = 1; i < all.size(); ++i)
     if (all[i].feasible) CHECK(all[i - 1].utilisation >= all[i].utilisation);
 }
+
+TEST_CASE("training: backward at twice the work, 1F1B fill and drain, the DP gradient all-reduce", "[parallel]") {
+  partition::LlmSpec s = toy();
+  s.training = true;
+  s.global_batch = 4;
+  partition::Mapping m;
+  const partition::Evaluation one = partition::evaluate(s, chip(), m);
+  REQUIRE(one.feasible);
+  CHECK(one.micro_batches == 4);
+  // fused into one compute-bound partition: forward 107.5 s, backward 215 s (DRAM: 2 * 26 s plus
+  // the weight gradients, 1536 B = 24 s, is less); 2 layers: 645 s a micro-batch, 4 of them
+  CHECK(one.backward_layer_s == Approx(215));
+  CHECK(one.interval_s == Approx(4 * 645));
+  CHECK(one.utilisation == Approx(1.0));
+  const auto sys = chip({{sim::DimensionKind::Ring, 2, 16}});
+  m.dims = {Strategy::PP};
+  const partition::Evaluation pp = partition::evaluate(s, sys, m);
+  REQUIRE(pp.feasible);
+  // a layer per stage: 322.5 s a step; 4 micro-batches + 1 step of fill and drain
+  CHECK(pp.interval_s == Approx(5 * 322.5));
+  CHECK(pp.utilisation == Approx(0.8));
+  m.dims = {Strategy::DP};
+  const partition::Evaluation dp = partition::evaluate(s, sys, m);
+  REQUIRE(dp.feasible);
+  CHECK(dp.micro_batches == 2);
+  // both layers' weights (3072 B) all-reduced over the one link each way: 2 * 1/2 * 3072 / 16
+  CHECK(dp.gradient_allreduce_s == Approx(192));
+  CHECK(dp.interval_s == Approx(2 * 645 + 192));
+  m.dims = {Strategy::TP};
+  m.fused = false;
+  const partition::Evaluation tp = partition::evaluate(s, sys, m);
+  REQUIRE(tp.feasible);
+  // input gradients of the column-sharded kernels, 64 B each (4 s): Q, K, V and FFN0 apart
+  double backward_network = 0;
+  for (const auto& p : tp.partitions) backward_network += p.backward_network_s;
+  CHECK(backward_network == Approx(16));
+  s.global_batch = 3;
+  m.dims = {Strategy::DP};
+  CHECK_THAT(partition::evaluate(s, sys, m).why, Catch::Contains("global batch of 3 does not split"));
+}
