@@ -9,6 +9,9 @@ Writes results.json, tables.md and (with python3-matplotlib) heatmap.png under -
   memory      the same model on 8 chips of 300 TFLOPS in a 4 x 2 torus, SRAM 150/300/500 MB x
               DRAM 100/300/600 GB/s: best fused and best kernel-by-kernel utilisation, and their
               ratio (the paper's Fig. 19: dataflow up to 1.63x)
+  network     the model's all-reduce term against the simulator: one TP all-reduce of a layer's
+              output (Proj's) from `plan-parallel`, and the same all-reduce run by `tessera
+              collective` (ideal engine) on the TP group's dimensions alone
   training    issue 17's two published-value cases on A100-like systems: GPT-3 XL (1.3B) on 4
               GPUs with TP4, and a 60-layer, hidden-10240 model on 1024 GPUs kernel by kernel
               (which mapping the search chooses; with the DRAM capacity check and without it)
@@ -99,6 +102,42 @@ def memory_sweep(args):
     return rows
 
 
+def network(args):
+    """(label, config, model args, mapping, TP dimensions, collective algorithm)"""
+    cases = [("GPT-3 175B, TP8 on the SN10 ring of 8", "sn10-ring-8.json", [], "TP", [0], "ring"),
+             ("GPT-3 175B, TP4 on the torus's ring of 4", "sn10-torus-4x2.json", [], "TP,DP", [0], "ring"),
+             ("GPT-3 XL, TP4 on 4 A100s (switch)", "a100-switch-4.json", ["--model", "gpt3-1.3b"], "TP", [0], "direct"),
+             ("60 layers, hidden 10240, TP8 in an A100 node (switch of 8)", "a100-1024.json",
+              ["--layers", "60", "--hidden", "10240", "--heads", "80"], "TP,PP,DP", [0], "direct")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, cfg, model, mapping, dims, alg in cases:
+            path = os.path.join(ROOT, "configs", cfg)
+            extra = model[1:2] if model[:1] == ["--model"] else []
+            r = plan(args.tessera, path, *(model[2:] if extra else model), "--mapping", mapping,
+                     "--fusion", "kernel-by-kernel", **({"model": extra[0]} if extra else {}))
+            m = r["mappings"][0]
+            proj = next(p for p in m["partitions"] if p["kernels"] == ["Proj"])
+            spec = r["model"]
+            out_bytes = spec["seq"] * spec["micro_batch"] * spec["hidden"] * 2
+            c = json.load(open(path))
+            c["system"]["dimensions"] = [c["system"]["dimensions"][d] for d in dims]
+            c["name"] += "-tp-group"
+            group = os.path.join(tmp, c["name"] + ".json")
+            json.dump(c, open(group, "w"))
+            res = os.path.join(tmp, "c.json")
+            p = subprocess.run([args.tessera, "collective", "--config", group, "--op", "allreduce", "--bytes",
+                                str(out_bytes), "--algorithm", alg, "--out", res], capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"reproduce_dfmodel: tessera collective failed: {p.stderr.strip()}")
+            sim = json.load(open(res))
+            links = sim.get("link_utilization", [])
+            busy = [l.get("busy_fraction", 0) for l in links] if isinstance(links, list) else []
+            rows.append({"case": label, "bytes": out_bytes, "algorithm": alg, "model_s": proj["network_s"],
+                         "simulated_s": sim["seconds"], "link_busy_max": max(busy) if busy else None})
+    return rows
+
+
 def training(args):
     a4 = os.path.join(ROOT, "configs", "a100-switch-4.json")
     rows = []
@@ -128,7 +167,7 @@ def training(args):
     return rows
 
 
-def tables(case, sweep, train):
+def tables(case, sweep, train, net):
     lines = ["| mapping | topology | utilisation | step | accumulated | paper: step | paper: accumulated |",
              "|---|---|---|---|---|---|---|"]
     for r in case:
@@ -145,6 +184,11 @@ def tables(case, sweep, train):
             ratio = (f"{r['fused'] / r['kernel_by_kernel']:.2f}x" if r["fused"] and r["kernel_by_kernel"] else "-")
             cells.append(f"{fmt(r['fused'])} / {fmt(r['kernel_by_kernel'])} ({ratio})")
         lines.append(f"| {sram} MB | " + " | ".join(cells) + " |")
+    lines += ["", "| TP all-reduce | bytes per chip | model (formula) | simulated (ideal engine) | simulated / model |",
+              "|---|---|---|---|---|"]
+    for r in net:
+        lines.append(f"| {r['case']} ({r['algorithm']}) | {r['bytes'] / 2**20:.0f} MiB | {r['model_s'] * 1e6:.1f} us | "
+                     f"{r['simulated_s'] * 1e6:.1f} us | {r['simulated_s'] / r['model_s']:.3f}x |")
     lines += ["", "| training case | chosen mapping | utilisation | TP8 PP4 DP32 | published |", "|---|---|---|---|---|"]
     for r in train:
         fixed = (f"{r['tp8_pp4_dp32']:.3f}" if r.get("tp8_pp4_dp32") is not None
@@ -199,10 +243,10 @@ def main():
     if not os.access(args.tessera, os.X_OK):
         sys.exit(f"reproduce_dfmodel: {args.tessera} is not an executable; build first (scripts/build.sh)")
     os.makedirs(args.out, exist_ok=True)
-    case, sweep, train = case_study(args), memory_sweep(args), training(args)
-    json.dump({"case_study": case, "memory_sweep": sweep, "training": train},
+    case, sweep, train, net = case_study(args), memory_sweep(args), training(args), network(args)
+    json.dump({"case_study": case, "memory_sweep": sweep, "training": train, "network": net},
               open(os.path.join(args.out, "results.json"), "w"), indent=1)
-    md = tables(case, sweep, train)
+    md = tables(case, sweep, train, net)
     open(os.path.join(args.out, "tables.md"), "w").write(md)
     print(md)
     heatmap(sweep, os.path.join(args.out, "heatmap.png"))
