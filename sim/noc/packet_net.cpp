@@ -376,7 +376,10 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
                                           from ? from->read_free_fp : std::int64_t{0}});
   const std::int64_t start_fp = earliest > now_fp - kFrac ? earliest : now_fp;
   const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
-  const std::int64_t end_fp = std::max<std::int64_t>(start_fp + dur_fp, static_cast<std::int64_t>(t + 1) * kFrac);
+  // At least a cycle on the wire, counted from its start: a start carried back into the last
+  // cycle must not stretch the transmission to the end of this one (that made a 256-byte packet
+  // take 1.5 cycles on a 200 B/cycle link).
+  const std::int64_t end_fp = start_fp + std::max<std::int64_t>(dur_fp, kFrac);
   ch.free_fp = end_fp;
   if (from) {
     const auto read_fp = static_cast<std::int64_t>(
