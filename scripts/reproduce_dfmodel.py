@@ -106,7 +106,7 @@ def network(args):
     """(label, config, model args, mapping, TP dimensions, collective algorithm)"""
     cases = [("GPT-3 175B, TP8 on the SN10 ring of 8", "sn10-ring-8.json", [], "TP", [0], "ring"),
              ("GPT-3 175B, TP4 on the torus's ring of 4", "sn10-torus-4x2.json", [], "TP,DP", [0], "ring"),
-             ("GPT-3 XL, TP4 on 4 A100s (switch)", "a100-switch-4.json", ["--model", "gpt3-1.3b"], "TP", [0], "direct"),
+             ("GPT-3 XL, TP4 on 4 A100s behind a switch", "a100-switch-4.json", ["--model", "gpt3-1.3b"], "TP", [0], "direct"),
              ("60 layers, hidden 10240, TP8 in an A100 node (switch of 8)", "a100-1024.json",
               ["--layers", "60", "--hidden", "10240", "--heads", "80"], "TP,PP,DP", [0], "direct")]
     rows = []
@@ -131,8 +131,7 @@ def network(args):
             if p.returncode != 0:
                 sys.exit(f"reproduce_dfmodel: tessera collective failed: {p.stderr.strip()}")
             sim = json.load(open(res))
-            links = sim.get("link_utilization", [])
-            busy = [l.get("busy_fraction", 0) for l in links] if isinstance(links, list) else []
+            busy = list(sim.get("link_utilization", {}).values())
             rows.append({"case": label, "bytes": out_bytes, "algorithm": alg, "model_s": proj["network_s"],
                          "simulated_s": sim["seconds"], "link_busy_max": max(busy) if busy else None})
     return rows
