@@ -58,7 +58,7 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
     flops += s.flops;
     weights += s.weight_bytes;
     for (int i : c.layer[k].inputs) {
-      if (c.layer[k].shard == Shard::Column && c.tp_dims.size() && reduced.insert(i).second)
+      if (c.layer[k].shard == Shard::Column && !c.tp_dims.empty() && reduced.insert(i).second)
         p.backward_network_s += allreduce_seconds(
             c.sys, c.tp_dims, i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes);
       if (i >= 0 && inside(static_cast<std::size_t>(i))) continue;
