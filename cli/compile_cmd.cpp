@@ -115,8 +115,8 @@ void add_model_options(CLI::App* cmd, CompileArgs& a) {
 
 void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
   add_model_options(cmd, a);
-  cmd->add_option("--planner", a.opt.planner, "t10 (compute-shift) or vgm (load-compute-store baseline)")
-      ->check(CLI::IsMember({"t10", "vgm"}))->capture_default_str();
+  cmd->add_option("--planner", a.opt.planner, "t10 (compute-shift), vgm (load-compute-store baseline) or collage (per operator the one the cost model prefers)")
+      ->check(CLI::IsMember({"t10", "vgm", "collage"}))->capture_default_str();
   cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "bounded per-core buffer that rotations go through")->capture_default_str();
   cmd->add_option("--min-parallelism", a.opt.min_parallelism, "fraction of cores a plan must use (relaxed when no plan can)")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
@@ -166,6 +166,8 @@ int run_cmd(const CompileArgs& a) {
     report[i]["roofline"] = {{"compute_cycles", roof.ops[i].compute_cycles},
                              {"exchange_cycles", roof.ops[i].exchange_cycles}};
   o.results["planner"] = a.opt.planner;
+  // collage: "collage" when the mix lowered, else the whole-model schedule that did
+  o.results["schedule_planner"] = c.schedule.planner;
   o.results["cost_model"] = cost_model_name(a);
   o.results["plans_steered_by"] = c.schedule.steered_by;
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
@@ -183,6 +185,12 @@ int run_cmd(const CompileArgs& a) {
   if (a.opt.functional) o.results["functional_max_error"] = compiler::functional_max_error(w, o.results);
   if (!a.results.empty()) write_json(a.results, o.results, 2);
   if (!a.quiet) fmt::print("{}", compiler::format_operator_table(report));
+  if (a.opt.planner == "collage") {
+    std::size_t on_vgm = 0;
+    for (std::size_t i = 0; i < c.schedule.ops.size(); ++i) on_vgm += schedule::planner_of(c.schedule, i) == "vgm";
+    fmt::print("collage: {} of {} operators on VGM plans{}\n", on_vgm, c.schedule.ops.size(),
+               c.schedule.planner == "collage" ? "" : fmt::format(" (the mix did not fit: the {} schedule)", c.schedule.planner));
+  }
   fmt::print("{}: {} planner: {} cycles ({:.3f} ms), predicted {:.0f}; exchange {:.1f}% of operator time; "
              "{:.1f}% of the roofline; compile {:.2f} s, simulate {:.2f} s",
              w.name, a.opt.planner, o.results["total_cycles"].get<std::uint64_t>(),

@@ -38,10 +38,35 @@ ir::Workload load_workload(const std::string& spec, const ir::ModelOptions& opt)
   throw Error(fmt::format("workload '{}': not a .json or .onnx file and not a built-in model ({})", spec, names));
 }
 
+namespace {
+
+// Per operator the T10 or the VGM plan (schedule_collage), then the two whole-model schedules
+// in case the mix does not fit (each planner's memory plan assumes its own weights' layouts; a
+// mix can need more than either): the compiler lowers the first that fits.
+std::vector<schedule::Schedule> collage(const ir::Workload& w, const schedule::Options& so) {
+  std::optional<schedule::Schedule> t10, vgm;
+  try {
+    t10 = schedule::schedule_t10_candidates(w, so).front();
+  } catch (const schedule::DoesNotFit&) {
+  }
+  try {
+    vgm = schedule::schedule_vgm(w, so);
+  } catch (const schedule::DoesNotFit&) {
+    if (!t10) throw;
+  }
+  std::vector<schedule::Schedule> out;
+  if (t10 && vgm) out.push_back(schedule::schedule_collage(w, so, *t10, *vgm));
+  for (auto* s : {&t10, &vgm})
+    if (*s) out.push_back(std::move(**s));
+  return out;
+}
+
+}  // namespace
+
 Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOptions& o) {
   const double t0 = sim::process_cpu_seconds();
-  if (o.planner != "t10" && o.planner != "vgm")
-    throw Error(fmt::format("planner '{}': expected t10 or vgm", o.planner));
+  if (o.planner != "t10" && o.planner != "vgm" && o.planner != "collage")
+    throw Error(fmt::format("planner '{}': expected t10, vgm or collage", o.planner));
   if (o.shift_buffer_bytes < 64) throw Error("shift buffer: expected at least 64 bytes");
   schedule::Options so;
   so.target.config = &cfg;
@@ -53,7 +78,7 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   if (o.model.calibrated() || o.model.simulate) {
     // VGM is the baseline the cost model is compared against; it keeps the analytical model.
     if (o.planner != "t10")
-      throw Error("a calibration (or --price-by simulate) prices t10 plans; the vgm baseline keeps the analytical model");
+      throw Error("a calibration (or --price-by simulate) prices t10 plans; the vgm baseline and the collage keep the analytical model");
     so.target.model = &o.model;
   }
   std::unique_ptr<oracle::Replay> replay;  // --price-by simulate: the simulator's network engine
@@ -72,7 +97,8 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   for (int attempt = 0;; ++attempt) {
     std::vector<schedule::Schedule> cands;
     if (o.planner == "t10") cands = schedule::schedule_t10_candidates(w, so);
-    else cands.push_back(schedule::schedule_vgm(w, so));
+    else if (o.planner == "vgm") cands.push_back(schedule::schedule_vgm(w, so));
+    else cands = collage(w, so);
     std::optional<lower::FitError> first_error;
     for (auto& cand : cands) {
       try {
@@ -109,7 +135,8 @@ Json operator_report(const ir::Workload& w, const Compiled& c, const Json& resul
   for (std::size_t i = 0; i < w.ops().size(); ++i) {
     const auto& op = w.ops()[i];
     const auto& os = c.schedule.ops[i];
-    Json r{{"name", op.name}, {"kind", ir::kind_name(op.expr.kind)}, {"plan", os.active.describe()},
+    Json r{{"name", op.name}, {"kind", ir::kind_name(op.expr.kind)}, {"planner", schedule::planner_of(c.schedule, i)},
+           {"plan", os.active.describe()},
            {"idle_plan", os.idle.describe()}, {"cores", os.active.cores}, {"steps", os.active.steps},
            {"memory_bytes_per_core", os.active.cost.memory_bytes}, {"pareto_plans", os.pareto_size},
            {"predicted", {{"cycles", os.active.cost.total_cycles + os.setup_cycles},

@@ -14,7 +14,7 @@ std::vector<sim::View> home_views(const ir::Workload& w, const schedule::Schedul
                                   std::size_t cores) {
   const int p = w.producer(tensor);
   if (p < 0) throw Error(fmt::format("tensor '{}' of '{}' is not produced by an operator", tensor, w.name));
-  if (s.planner == "vgm") return stripes(w.tensor(tensor), cores);
+  if (schedule::planner_of(s, static_cast<std::size_t>(p)) == "vgm") return stripes(w.tensor(tensor), cores);
   const plan::Plan& plan = s.ops[static_cast<std::size_t>(p)].active;
   return plan_views(plan, w.ops()[static_cast<std::size_t>(p)], plan.parts.size() - 1, cores);
 }

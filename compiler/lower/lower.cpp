@@ -218,7 +218,9 @@ class Lowerer {
 
   Lowered run() {
     // T10: the bounded buffer every rotation goes through, reserved once per core.
-    if (s_.planner == "t10")
+    bool shifts = false;  // any T10 operator
+    for (std::size_t i = 0; i < s_.ops.size(); ++i) shifts = shifts || schedule::planner_of(s_, i) == "t10";
+    if (shifts)
       for (std::size_t c = 0; c < ncores_; ++c) alloc(c, "shift", o_.shift_buffer_bytes, "the shift buffer");
     for (const auto& t : w_.tensors()) {
       if (t.role == ir::TensorRole::Input) place_input(t);
@@ -369,7 +371,7 @@ class Lowerer {
     Home h{"w." + t.name, {}};
     auto cons = w_.consumers(t.name);
     if (cons.empty()) return;  // a weight nothing reads takes no space
-    if (s_.planner == "t10") {
+    if (schedule::planner_of(s_, static_cast<std::size_t>(cons.front())) == "t10") {
       const auto op = static_cast<std::size_t>(cons.front());
       const auto& idle = s_.ops[op].idle;
       if (idle.weights_striped) h.views = stripes(t);
@@ -453,7 +455,7 @@ class Lowerer {
   void run_op(std::size_t i) {
     const ir::Operator& op = w_.ops()[i];
     const plan::Plan& p = s_.ops[i].active;
-    const bool vgm = s_.planner == "vgm";
+    const bool vgm = schedule::planner_of(s_, i) == "vgm";
     if (vgm && p.rounds > 1) { run_rounds(i); return; }
     std::vector<std::string> bufs(p.parts.size()), copies;
     const int t_setup = tag(op.name, "setup"), t_input = tag(op.name, "input"), t_main = tag(op.name, "main");
@@ -473,7 +475,7 @@ class Lowerer {
     // Output: T10 keeps it where it is computed; VGM computes into a local buffer, then stores.
     const ir::Tensor& out = w_.tensor(op.expr.output.tensor);
     auto out_views = part_views(i, p.parts.size() - 1, p);
-    bufs.back() = vgm ? op.name + ".out" : out.name;
+    bufs.back() = vgm || read_by_vgm(out.name) ? op.name + ".out" : out.name;  // stored to stripes after
     alloc_all(bufs.back(), out_views, fmt::format("operator '{}' output", op.name));
     const Geometry g(p, op);
     const OpEmit e{op, p, g, bufs, plan::step_compute(p, op, cfg_), t_main, group(p.cores)};
@@ -490,7 +492,7 @@ class Lowerer {
   void finish_op(std::size_t i, const std::vector<View>& out_views, const std::string& out_buf, int t_main) {
     const ir::Operator& op = w_.ops()[i];
     const ir::Tensor& out = w_.tensor(op.expr.output.tensor);
-    if (s_.planner == "vgm") {
+    if (schedule::planner_of(s_, i) == "vgm" || read_by_vgm(out.name)) {
       Home h{out.name, stripes(out)};
       alloc_all(h.buffer, h.views, fmt::format("operator '{}' output in VGM", op.name));
       Gathering g;
@@ -513,6 +515,13 @@ class Lowerer {
       }
     }
     for (std::size_t c = 0; c < ncores_; ++c) out_.cores[c].push_back(sync_item(0, t_main));
+  }
+
+  // A VGM operator reads `tensor` (a collage stores it to stripes for it, as VGM operators do).
+  bool read_by_vgm(const std::string& tensor) const {
+    for (int r : w_.consumers(tensor))
+      if (schedule::planner_of(s_, static_cast<std::size_t>(r)) == "vgm") return true;
+    return false;
   }
 
   // VGM with rounds: per round, load a slice of the reduction axis for every operand that has

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <memory>
@@ -186,6 +187,26 @@ class Exchanges {
     set_input(t, g.f);
     t.oracle.input = g.oracle;
     return models_[i]->predict(t).input;
+  }
+
+  // Operands of plan p (operator i) gathered from stripes over every core, priced as an input
+  // gather: every part (what a VGM operator loads, and about what it stores back, the same
+  // messages the other way), only the activations it reads (a T10 operator after a VGM one), or
+  // only its output (a T10 operator storing for a VGM one, the same messages the other way).
+  enum class Parts { All, ActivationsIn, Output };
+  double striped_price(std::size_t i, const plan::Plan& p, Parts which) {
+    Gather g;
+    for (std::size_t k = 0; k < p.parts.size(); ++k) {
+      const bool output = k + 1 == p.parts.size();
+      const bool weight = w_.tensor(p.parts[k].tensor).role == ir::TensorRole::Weight;
+      if (which == Parts::ActivationsIn && (output || weight)) continue;
+      if (which == Parts::Output && !output) continue;
+      g.moves.push_back({k, nullptr, 0, 0});
+    }
+    const Moved& m = moved(i, p, g.moves);
+    g.f = m.f;
+    g.oracle = m.oracle;
+    return input_price(i, g);
   }
 
   // Final figures of operator i: the input features from its producers' chosen layouts, priced.
@@ -770,6 +791,109 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
     s.ops.push_back(std::move(os));
   }
   s.history.push_back({vgm, s.predicted_cycles});
+  return s;
+}
+
+namespace {
+
+// What the collage's choice prices, per operator: its T10 figures as the T10 schedule has them;
+// its VGM plan's compute, its operands moved from stripes and back (the cost model's gather
+// features, as for T10's re-layouts: the program moves them the same way) and the barrier every
+// operator ends with; and, for a T10 operator, what reading its activations from stripes (a VGM
+// producer) costs over reading them from its producers' layouts.
+struct CollagePrices {
+  std::vector<double> t10, vgm, restripe, store;  // store: a T10 operator's output to stripes
+};
+
+CollagePrices collage_prices(const ir::Workload& w, const Options& o, const Schedule& t10, const Schedule& vgm) {
+  Exchanges ex(w, o);
+  CollagePrices c;
+  for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    const plan::Plan& tp = t10.ops[i].active;
+    const plan::Plan& vp = vgm.ops[i].active;
+    c.t10.push_back(tp.cost.total_cycles + t10.ops[i].setup_cycles);
+    using P = Exchanges::Parts;
+    c.vgm.push_back(vp.cost.compute_cycles + ex.striped_price(i, vp, P::All) + vp.cost.terms.barrier_cycles);
+    c.restripe.push_back(std::max(0.0, ex.striped_price(i, tp, P::ActivationsIn) - tp.cost.input_cycles));
+    c.store.push_back(ex.striped_price(i, tp, P::Output));
+  }
+  return c;
+}
+
+// An operator that reads what `prev` produced.
+bool reads(const ir::Workload& w, std::size_t i, std::size_t prev) {
+  for (const auto& in : w.ops()[i].expr.inputs)
+    if (w.producer(in.tensor) == static_cast<int>(prev)) return true;
+  return false;
+}
+
+// The price of an assignment (true: VGM) over every edge: a T10 operator reading from a VGM one
+// reads stripes; a T10 operator read by a VGM one stores its output to stripes (lowering does).
+double collage_price(const ir::Workload& w, const CollagePrices& c, const std::vector<bool>& use_vgm) {
+  double total = 0;
+  std::vector<bool> stored(use_vgm.size(), false);
+  for (std::size_t i = 0; i < use_vgm.size(); ++i) {
+    total += use_vgm[i] ? c.vgm[i] : c.t10[i];
+    bool restriped = false;
+    for (const auto& in : w.ops()[i].expr.inputs) {
+      const int p = w.producer(in.tensor);
+      if (p < 0) continue;
+      const auto q = static_cast<std::size_t>(p);
+      if (!use_vgm[i] && use_vgm[q] && !restriped) {
+        total += c.restripe[i];
+        restriped = true;
+      }
+      if (use_vgm[i] && !use_vgm[q] && !stored[q]) {
+        total += c.store[q];
+        stored[q] = true;
+      }
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+Schedule schedule_collage(const ir::Workload& w, const Options& o, const Schedule& t10, const Schedule& vgm) {
+  const std::size_t n = w.ops().size();
+  if (t10.ops.size() != n || vgm.ops.size() != n) throw std::logic_error("schedule_collage: schedules of another workload");
+  const CollagePrices c = collage_prices(w, o, t10, vgm);
+  // best[i][b]: least price of operators 0..i with operator i on backend b (0 T10, 1 VGM); only
+  // the edge from operator i-1 depends on the state, other edges are priced afterwards.
+  std::vector<std::array<double, 2>> best(n);
+  std::vector<std::array<int, 2>> from(n, {0, 0});
+  for (std::size_t i = 0; i < n; ++i)
+    for (int b = 0; b < 2; ++b) {
+      const double own = b ? c.vgm[i] : c.t10[i];
+      if (i == 0) {
+        best[i][b] = own;
+        continue;
+      }
+      // switching backends between a producer and its reader: a T10 reader reads stripes, a VGM
+      // reader makes its T10 producer store its output to stripes
+      const double edge = !reads(w, i, i - 1) ? 0.0 : b ? c.store[i - 1] : c.restripe[i];
+      const double same = best[i - 1][b], other = best[i - 1][1 - b] + edge;
+      from[i][b] = same <= other ? b : 1 - b;
+      best[i][b] = std::min(same, other) + own;
+    }
+  std::vector<bool> use_vgm(n, false);
+  if (n > 0) {
+    int b = best[n - 1][1] < best[n - 1][0] ? 1 : 0;
+    for (std::size_t i = n; i-- > 0;) {
+      use_vgm[i] = b == 1;
+      b = from[i][b];
+    }
+  }
+  Schedule s;
+  s.planner = "collage";
+  for (std::size_t i = 0; i < n; ++i) {
+    OpSchedule os = (use_vgm[i] ? vgm : t10).ops[i];
+    os.planner = use_vgm[i] ? "vgm" : "t10";
+    s.ops.push_back(std::move(os));
+  }
+  s.predicted_cycles = collage_price(w, c, use_vgm);
+  s.idle_bytes_per_core = std::max(t10.idle_bytes_per_core, vgm.idle_bytes_per_core);
+  s.active_bytes_per_core = std::min(t10.active_bytes_per_core, vgm.active_bytes_per_core);
   return s;
 }
 

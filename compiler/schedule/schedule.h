@@ -27,6 +27,8 @@ struct OpSchedule {
   double setup_cycles = 0;  // predicted idle -> active
   std::size_t pareto_size = 0;
   cost::Terms terms;        // the cost model's features in this context (input and setup included)
+  // Which planner's plan this is ("t10" or "vgm"); empty: the schedule's (a collage mixes them).
+  std::string planner;
 };
 
 struct Schedule {
@@ -60,6 +62,17 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o);
 // cores, and a plan choice can concentrate them beyond what its reserve corrects.
 std::vector<Schedule> schedule_t10_candidates(const ir::Workload& w, const Options& o);
 Schedule schedule_vgm(const ir::Workload& w, const Options& o);
+// Collage-style placement (thesis ch. 2): per operator the T10 or the VGM plan, chosen by dynamic
+// programming over the execution order with the previous operator's choice as the state. Both
+// are priced by the target's cost model: T10 as its schedule has it; VGM as compute, its
+// operands gathered from stripes (and stored back) and its barrier; a T10 operator whose
+// producer ran on VGM pays for reading its activations from stripes. `predicted_cycles` is the
+// chosen assignment priced over every edge (docs/compiler.md, "Collage").
+Schedule schedule_collage(const ir::Workload& w, const Options& o, const Schedule& t10, const Schedule& vgm);
+// The planner of operator i's plan.
+inline const std::string& planner_of(const Schedule& s, std::size_t i) {
+  return s.ops[i].planner.empty() ? s.planner : s.ops[i].planner;
+}
 // A T10 schedule with a given active and idle plan per operator, priced by the target's model
 // (calibration and validation run candidate plans this way; no memory reconciliation).
 Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,

@@ -44,7 +44,7 @@ struct Rig {
   Json run(const plan::Plan& p, Json* program = nullptr, const std::function<void(Json&)>& edit = {}) {
     schedule::Schedule s;
     s.planner = "t10";
-    s.ops.push_back(schedule::OpSchedule{p, p, 0, 1, {}});
+    s.ops.push_back(schedule::OpSchedule{p, p, 0, 1, {}, {}});
     lower::Options lo;
     lo.functional = true;
     Json prog = lower::lower(w, s, cfg, lo).json();

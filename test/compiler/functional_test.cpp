@@ -110,3 +110,41 @@ TEST_CASE("Compiled attention and transformer block equal the reference", "[func
   // And the compute-shift plan is the faster one on the simulator.
   CHECK(t10.results["total_cycles"].get<double>() < vgm.results["total_cycles"].get<double>());
 }
+
+TEST_CASE("A collage of T10 and VGM plans equals the reference, whichever operators take which", "[functional][collage]") {
+  // Each operator's plan from the T10 or the VGM schedule, alternately and the other way round:
+  // the lowering moves tensors between T10 layouts and VGM stripes at every switch.
+  auto w = transformer_block(2, 16, 32, 2, 128);
+  const auto cfg = small_chip(16, 16384);
+  compiler::CompileOptions o;
+  o.functional = true;
+  o.shift_buffer_bytes = 256;
+  o.planner = "t10";
+  const schedule::Schedule t10 = compiler::compile(w, cfg, o).schedule;
+  o.planner = "vgm";
+  const schedule::Schedule vgm = compiler::compile(w, cfg, o).schedule;
+  for (int first : {0, 1}) {
+    schedule::Schedule mixed;
+    mixed.planner = "collage";
+    std::size_t on_vgm = 0;
+    for (std::size_t i = 0; i < w.ops().size(); ++i) {
+      const bool use_vgm = (i + static_cast<std::size_t>(first)) % 2 == 1;
+      schedule::OpSchedule os = (use_vgm ? vgm : t10).ops[i];
+      os.planner = use_vgm ? "vgm" : "t10";
+      on_vgm += use_vgm;
+      mixed.ops.push_back(os);
+    }
+    CHECK(on_vgm > 0);
+    CHECK(on_vgm < w.ops().size());
+    lower::Options lo;
+    lo.functional = true;
+    lo.shift_buffer_bytes = 256;
+    sim::ProgramOptions po;
+    po.functional = true;
+    const Json results =
+        sim::simulate(cfg, sim::parse_program(lower::lower(w, mixed, cfg, lo).json(), w.name, cfg, po)).results;
+    CHECK(compiler::functional_max_error(w, results) < 1e-3);
+  }
+  // The planner itself: whatever it picks computes the same.
+  CHECK(compile_and_check(w, cfg, "collage").max_error < 1e-3);
+}
