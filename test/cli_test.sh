@@ -223,4 +223,8 @@ check "plan-parallel: unknown model" "[ $? -eq 1 ] && grep -q \"unknown model 'g
 check "plan-parallel: hidden not a multiple of heads" "[ $? -eq 1 ] && grep -q 'hidden must be a multiple of heads' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/ipu-mk2.json" --model gpt3-1t >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: a model that fits nowhere says why" "[ $? -eq 1 ] && grep -q 'no mapping of gpt3-1t fits ipu-mk2' $tmp/err"
+# --planner collage (docs/compiler.md, "Collage"): per operator T10 or VGM; says how many ran VGM.
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" --planner collage --functional --quiet \
+  --out "$tmp/col.json" >"$tmp/out" 2>&1
+check "collage run matches the reference and reports its mix" "[ $? -eq 0 ] && grep -q 'outputs match the reference' $tmp/out && grep -q 'operators on VGM plans' $tmp/out && grep -q '\"schedule_planner\"' $tmp/col.json"
 exit $fail
