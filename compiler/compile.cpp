@@ -44,20 +44,21 @@ namespace {
 // in case the mix does not fit (each planner's memory plan assumes its own weights' layouts; a
 // mix can need more than either): the compiler lowers the first that fits.
 std::vector<schedule::Schedule> collage(const ir::Workload& w, const schedule::Options& so) {
-  std::optional<schedule::Schedule> t10, vgm;
+  std::vector<schedule::Schedule> t10;
+  std::optional<schedule::Schedule> vgm;
   try {
-    t10 = schedule::schedule_t10_candidates(w, so).front();
+    t10 = schedule::schedule_t10_candidates(w, so);
   } catch (const schedule::DoesNotFit&) {
   }
   try {
     vgm = schedule::schedule_vgm(w, so);
   } catch (const schedule::DoesNotFit&) {
-    if (!t10) throw;
+    if (t10.empty()) throw;
   }
   std::vector<schedule::Schedule> out;
-  if (t10 && vgm) out.push_back(schedule::schedule_collage(w, so, *t10, *vgm));
-  for (auto* s : {&t10, &vgm})
-    if (*s) out.push_back(std::move(**s));
+  if (!t10.empty() && vgm) out.push_back(schedule::schedule_collage(w, so, t10.front(), *vgm));
+  for (auto& s : t10) out.push_back(std::move(s));  // every T10 candidate, as --planner t10 tries them
+  if (vgm) out.push_back(std::move(*vgm));
   return out;
 }
 
