@@ -40,9 +40,10 @@ ir::Workload load_workload(const std::string& spec, const ir::ModelOptions& opt)
 
 namespace {
 
-// Per operator the T10 or the VGM plan (schedule_collage), then the two whole-model schedules
-// in case the mix does not fit (each planner's memory plan assumes its own weights' layouts; a
-// mix can need more than either): the compiler lowers the first that fits.
+// Per operator the T10 or the VGM plan (schedule_collage), then the T10 candidates in case the
+// mix does not fit (each planner's memory plan assumes its own weights' layouts; a mix can need
+// more than either): the compiler lowers the first that fits, retrying with more reserve, and
+// takes the VGM schedule only when none of them ever fits. Without a T10 schedule: VGM's.
 std::vector<schedule::Schedule> collage(const ir::Workload& w, const schedule::Options& so) {
   std::vector<schedule::Schedule> t10;
   std::optional<schedule::Schedule> vgm;
@@ -58,7 +59,7 @@ std::vector<schedule::Schedule> collage(const ir::Workload& w, const schedule::O
   std::vector<schedule::Schedule> out;
   if (!t10.empty() && vgm) out.push_back(schedule::schedule_collage(w, so, t10.front(), *vgm));
   for (auto& s : t10) out.push_back(std::move(s));  // every T10 candidate, as --planner t10 tries them
-  if (vgm) out.push_back(std::move(*vgm));
+  if (out.empty()) out.push_back(std::move(*vgm));
   return out;
 }
 
@@ -112,7 +113,20 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
     }
     if (!c.schedule.planner.empty()) break;
     const lower::FitError& e = *first_error;
-    if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) throw e;
+    if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) {
+      if (o.planner == "collage" && cands.front().planner != "vgm") {  // the last resort: VGM
+        schedule::Options vo = so;
+        vo.reserve_bytes = o.reserve_bytes;
+        try {
+          schedule::Schedule v = schedule::schedule_vgm(w, vo);
+          c.program = lower::lower(w, v, cfg, lo);
+          c.schedule = std::move(v);
+          break;
+        } catch (const schedule::DoesNotFit&) {
+        }
+      }
+      throw e;
+    }
     so.reserve_bytes += e.short_by + e.short_by / 4 + 256;
   }
   if (o.offchip_io) {
