@@ -12,6 +12,9 @@ Writes results.json, tables.md and (with python3-matplotlib) heatmap.png under -
   network     the model's all-reduce term against the simulator: one TP all-reduce of a layer's
               output (Proj's) from `plan-parallel`, and the same all-reduce run by `tessera
               collective` (ideal engine) on the TP group's dimensions alone
+  kernels     the model's compute term against the simulator: GPT-3 175B's kernels as one chip of
+              the SN10 ring holds them with TP8, compiled by the T10 compiler for that chip alone
+              and simulated (`tessera run`), against FLOPs / peak
   training    issue 17's two published-value cases on A100-like systems: GPT-3 XL (1.3B) on 4
               GPUs with TP4, and a 60-layer, hidden-10240 model on 1024 GPUs kernel by kernel
               (which mapping the search chooses; with the DRAM capacity check and without it)
@@ -137,6 +140,44 @@ def network(args):
     return rows
 
 
+def kernels(args):
+    """(name, tensors, expression): GPT-3 175B's kernels, TP8 shards (12 of 96 heads), 2048 tokens."""
+    cases = [("Q (X 2048x12288, W 12288x1536)", [("X", [2048, 12288], "input"), ("W", [12288, 1536], "weight")],
+              "Y[m,n] += X[m,k] * W[k,n]", 2 * 2048 * 12288 * 1536),
+             ("MHA1 (12 heads, scores 2048x2048)", [("Q", [12, 2048, 128], "input"), ("K", [12, 2048, 128], "input")],
+              "S[h,i,j] += Q[h,i,d] * K[h,j,d]", 2 * 12 * 2048 * 2048 * 128),
+             ("FFN0 (X 2048x12288, W 12288x6144)", [("X", [2048, 12288], "input"), ("W", [12288, 6144], "weight")],
+              "Y[m,n] += X[m,k] * W[k,n]", 2 * 2048 * 12288 * 6144),
+             ("FFN1 (X 2048x6144, W 6144x12288)", [("X", [2048, 6144], "input"), ("W", [6144, 12288], "weight")],
+              "Y[m,n] += X[m,k] * W[k,n]", 2 * 2048 * 6144 * 12288)]
+    c = json.load(open(os.path.join(ROOT, "configs", "sn10-ring-8.json")))
+    c["name"] = "sn10-one-chip"
+    c["system"] = {}
+    peak = c["chip"]["cores"] * c["chip"]["core"]["matrix"]["macs_per_cycle"]["fp16"] * 2 * c["clock_ghz"] * 1e9
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = os.path.join(tmp, "chip.json")
+        json.dump(c, open(cfg, "w"))
+        for name, tensors, expr, flops in cases:
+            w = {"format": "tessera-workload", "version": 1, "name": name.split()[0],
+                 "tensors": [{"name": t, "shape": sh, "role": role} for t, sh, role in tensors],
+                 "ops": [{"name": "k", "expr": expr}]}
+            wpath = os.path.join(tmp, "w.json")
+            json.dump(w, open(wpath, "w"))
+            out = os.path.join(tmp, "r.json")
+            p = subprocess.run([args.tessera, "run", "--config", cfg, "--workload", wpath, "--quiet", "--out", out],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                rows.append({"kernel": name, "model_s": flops / peak, "error": p.stderr.strip()})
+                continue
+            r = json.load(open(out))
+            op = r["operator_table"][0]["simulated"]
+            hz = c["clock_ghz"] * 1e9
+            rows.append({"kernel": name, "model_s": flops / peak, "simulated_s": r["total_seconds"],
+                         "compute_s": op["compute_cycles"] / hz, "exchange_s": op["exchange_cycles"] / hz})
+    return rows
+
+
 def training(args):
     a4 = os.path.join(ROOT, "configs", "a100-switch-4.json")
     rows = []
@@ -166,7 +207,7 @@ def training(args):
     return rows
 
 
-def tables(case, sweep, train, net):
+def tables(case, sweep, train, net, kern):
     lines = ["| mapping | topology | utilisation | step | accumulated | paper: step | paper: accumulated |",
              "|---|---|---|---|---|---|---|"]
     for r in case:
@@ -188,6 +229,14 @@ def tables(case, sweep, train, net):
     for r in net:
         lines.append(f"| {r['case']} ({r['algorithm']}) | {r['bytes'] / 2**20:.0f} MiB | {r['model_s'] * 1e6:.1f} us | "
                      f"{r['simulated_s'] * 1e6:.1f} us | {r['simulated_s'] / r['model_s']:.3f}x |")
+    lines += ["", "| kernel (one SN10-like chip, TP8 shard) | model: FLOPs / peak | simulated (T10 plan) | of which compute | of which exchange | simulated / model |",
+              "|---|---|---|---|---|---|"]
+    for r in kern:
+        if "error" in r:
+            lines.append(f"| {r['kernel']} | {r['model_s'] * 1e3:.3f} ms | {r['error']} | | | |")
+            continue
+        lines.append(f"| {r['kernel']} | {r['model_s'] * 1e3:.3f} ms | {r['simulated_s'] * 1e3:.3f} ms | "
+                     f"{r['compute_s'] * 1e3:.3f} ms | {r['exchange_s'] * 1e3:.3f} ms | {r['simulated_s'] / r['model_s']:.2f}x |")
     lines += ["", "| training case | chosen mapping | utilisation | TP8 PP4 DP32 | published |", "|---|---|---|---|---|"]
     for r in train:
         fixed = (f"{r['tp8_pp4_dp32']:.3f}" if r.get("tp8_pp4_dp32") is not None
@@ -243,9 +292,10 @@ def main():
         sys.exit(f"reproduce_dfmodel: {args.tessera} is not an executable; build first (scripts/build.sh)")
     os.makedirs(args.out, exist_ok=True)
     case, sweep, train, net = case_study(args), memory_sweep(args), training(args), network(args)
-    json.dump({"case_study": case, "memory_sweep": sweep, "training": train, "network": net},
+    kern = kernels(args)
+    json.dump({"case_study": case, "memory_sweep": sweep, "training": train, "network": net, "kernels": kern},
               open(os.path.join(args.out, "results.json"), "w"), indent=1)
-    md = tables(case, sweep, train, net)
+    md = tables(case, sweep, train, net, kern)
     open(os.path.join(args.out, "tables.md"), "w").write(md)
     print(md)
     heatmap(sweep, os.path.join(args.out, "heatmap.png"))
