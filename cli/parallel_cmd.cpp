@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
 #include "cli/compile_cmd.h"
 #include "sim/common/error.h"
+#include "sim/results/trace.h"
 
 namespace tessera::cli {
 
@@ -108,6 +110,24 @@ void print_partitions(const partition::Evaluation& e, const std::vector<partitio
   }
 }
 
+// The best mapping's iteration as a Chrome trace: nanoseconds as cycles of a 1 GHz clock.
+void write_trace(const partition::Evaluation& e, const std::string& path) {
+  sim::TraceRecorder rec;
+  std::vector<int> tracks;
+  const std::string process = fmt::format("pipeline stages ({} chips each: TP{} x DP{})", e.tp * e.dp, e.tp, e.dp);
+  for (std::uint32_t s = 0; s < e.pp; ++s) tracks.push_back(rec.add_track(process, fmt::format("stage {}", s)));
+  double end = 0;
+  for (const partition::StageSpan& x : partition::timeline(e)) {
+    static const char* labels[] = {"forward", "backward", "gradient all-reduce"};
+    const auto start = static_cast<Cycles>(std::llround(x.start_s * 1e9));
+    rec.span(tracks[x.stage], labels[x.kind], start, static_cast<Cycles>(std::llround(x.end_s * 1e9)) - start);
+    end = std::max(end, x.end_s);
+  }
+  rec.write(path, 1.0);
+  fmt::print("timeline of {}: {:.3f} ms end to end (the closed form: {:.3f} ms); trace in {}\n", describe(e), end * 1e3,
+             e.interval_s * 1e3, path);
+}
+
 }  // namespace
 
 void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
@@ -131,6 +151,7 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--partitions", a.partitions, "fix the partitions: kernels per partition in order, e.g. 3,4,2,2 (fused)");
   cmd->add_option("--top", a.top, "mappings to print")->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON: every mapping with its partitions");
+  cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the best mapping's iteration, a track per pipeline stage");
 }
 
 int parallel_cmd(ParallelArgs a) {
@@ -178,7 +199,10 @@ int parallel_cmd(ParallelArgs a) {
     else
       fmt::print("  {:<40} does not fit: {}\n", describe(e), e.why);
   }
-  if (!all.empty() && all.front().feasible) print_partitions(all.front(), layer);
+  if (!all.empty() && all.front().feasible) {
+    print_partitions(all.front(), layer);
+    if (!a.trace.empty()) write_trace(all.front(), a.trace);
+  }
   if (!a.out.empty()) {
     Json maps = Json::array();
     for (const partition::Evaluation& e : all) maps.push_back(to_json(e, layer));

@@ -7,7 +7,7 @@
 namespace tessera::cli {
 
 struct ParallelArgs {
-  std::string config, model = "gpt3-175b", mapping, partitions, fusion = "search", out;
+  std::string config, model = "gpt3-175b", mapping, partitions, fusion = "search", out, trace;
   partition::LlmSpec llm;
   std::uint32_t top = 10;
   ParallelArgs() { llm.layers = 0; }  // 0: the preset's

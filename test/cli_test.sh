@@ -213,6 +213,8 @@ check "partition --serve: the graph, a repaired proposal and a named error, one 
 # tessera plan-parallel (docs/parallel.md): DFModel-style mappings; fixed mappings and bad input.
 "$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --out "$tmp/par.json" >"$tmp/out" 2>&1
 check "plan-parallel: GPT-3 175B on the SN10 ring, fused TP8 first" "[ $? -eq 0 ] && grep -q 'TP TP8 PP1 DP1 fused' $tmp/out && grep -q '\"utilisation\"' $tmp/par.json"
+"$tessera" plan-parallel --config "$src/configs/sn10-torus-4x2.json" --training --global-batch 8 --trace "$tmp/pp.json" >"$tmp/out" 2>&1
+check "plan-parallel: a training iteration's timeline as a trace" "[ $? -eq 0 ] && grep -q 'timeline of' $tmp/out && grep -q '\"backward\"' $tmp/pp.json"
 "$tessera" plan-parallel --config "$src/configs/sn10-torus-4x2.json" --mapping TP >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: a mapping per dimension is required" "[ $? -eq 1 ] && grep -q 'the system has 2 dimensions' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --mapping TP --partitions 3,4,x >"$tmp/out" 2>"$tmp/err"

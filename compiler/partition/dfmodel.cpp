@@ -361,4 +361,65 @@ void rank(std::vector<Evaluation>& all) {
   });
 }
 
+namespace {
+
+// Per stage, the order of its work: (forward?, micro-batch). 1F1B for training.
+std::vector<std::vector<std::pair<bool, std::uint64_t>>> stage_orders(std::uint32_t pp, std::uint64_t m, bool training) {
+  std::vector<std::vector<std::pair<bool, std::uint64_t>>> order(pp);
+  for (std::uint32_t s = 0; s < pp; ++s) {
+    const std::uint64_t warm = training ? std::min<std::uint64_t>(pp - 1 - s, m) : m;
+    std::uint64_t nf = 0, nb = 0;
+    for (; nf < warm; ++nf) order[s].push_back({true, nf});
+    while (training && nb < m) {
+      if (nf < m) order[s].push_back({true, nf++});
+      order[s].push_back({false, nb++});
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+std::vector<StageSpan> timeline(const Evaluation& e) {
+  if (!e.feasible) throw Error("timeline: the mapping is not feasible");
+  const std::uint32_t pp = e.pp;
+  const std::uint64_t m = e.micro_batches;
+  const bool training = e.backward_layer_s > 0;
+  const double fwd = training ? e.stage_s * e.layer_s / (e.layer_s + e.backward_layer_s) : e.stage_s;
+  const double bwd = e.stage_s - fwd;
+  const auto order = stage_orders(pp, m, training);
+  constexpr double kNotYet = -1;
+  std::vector<std::vector<double>> f_end(pp, std::vector<double>(m, kNotYet)), b_end = f_end;
+  std::vector<double> free(pp, 0.0);
+  std::vector<std::size_t> next(pp, 0);
+  std::vector<StageSpan> out;
+  // Forwards wait for the stage before, backwards for the stage after: sweep the stages until
+  // every item is placed, each as soon as its stage is free and its input has arrived.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::uint32_t s = 0; s < pp; ++s)
+      for (; next[s] < order[s].size(); ++next[s], progress = true) {
+        const auto [forward, j] = order[s][next[s]];
+        double ready = free[s];
+        if (forward && s > 0) {
+          if (f_end[s - 1][j] == kNotYet) break;
+          ready = std::max(ready, f_end[s - 1][j] + e.p2p_s);
+        } else if (!forward && s + 1 < pp) {
+          if (b_end[s + 1][j] == kNotYet) break;
+          ready = std::max(ready, b_end[s + 1][j] + e.p2p_s);
+        }
+        const double end = ready + (forward ? fwd : bwd);
+        (forward ? f_end : b_end)[s][j] = end;
+        free[s] = end;
+        out.push_back({s, j, forward ? StageSpan::Forward : StageSpan::Backward, ready, end});
+      }
+  }
+  for (std::uint32_t s = 0; s < pp; ++s)
+    if (next[s] != order[s].size()) throw std::logic_error("timeline: a stage's work never became ready");
+  if (training && e.gradient_allreduce_s > 0)
+    for (std::uint32_t s = 0; s < pp; ++s)
+      out.push_back({s, 0, StageSpan::GradientAllReduce, free[s], free[s] + e.gradient_allreduce_s});
+  return out;
+}
+
 }  // namespace tessera::partition

@@ -123,4 +123,17 @@ std::vector<Evaluation> search(const LlmSpec& llm, const SystemSpec& sys);
 // Best first: feasible, then utilisation, then fewer pipeline stages (stable otherwise).
 void rank(std::vector<Evaluation>& all);
 
+// One iteration of a feasible mapping as a timeline, stage by stage (one TP group of each PP
+// stage; DP replicas run the same): training in 1F1B order (stage s warms up with PP - 1 - s
+// forwards, then alternates a backward and a forward, then drains), a forward of micro-batch j
+// waiting for the stage before it plus the hand-off, a backward for the stage after it; then
+// the DP gradient all-reduce on every stage. Inference: forwards only, one per interval.
+struct StageSpan {
+  std::uint32_t stage = 0;
+  std::uint64_t micro_batch = 0;
+  enum Kind : std::uint8_t { Forward, Backward, GradientAllReduce } kind = Forward;
+  double start_s = 0, end_s = 0;
+};
+std::vector<StageSpan> timeline(const Evaluation& e);
+
 }  // namespace tessera::partition

@@ -187,3 +187,26 @@ TEST_CASE("training: backward at twice the work, 1F1B fill and drain, the DP gra
   m.dims = {Strategy::DP};
   CHECK_THAT(partition::evaluate(s, sys, m).why, Catch::Contains("global batch of 3 does not split"));
 }
+
+TEST_CASE("the 1F1B timeline: equal stages match the closed form, hand-offs add their latency", "[parallel]") {
+  partition::LlmSpec s = toy();
+  s.training = true;
+  s.global_batch = 4;
+  partition::Mapping m;
+  m.dims = {Strategy::PP};
+  auto end_of = [](const partition::Evaluation& e) {
+    double end = 0;
+    for (const auto& x : partition::timeline(e)) end = std::max(end, x.end_s);
+    return end;
+  };
+  // hand-offs of no time: (4 micro-batches + 1) steps of 107.5 + 215 s
+  const partition::Evaluation fast = partition::evaluate(s, chip({{sim::DimensionKind::Ring, 2, 1e30}}), m);
+  REQUIRE(fast.feasible);
+  CHECK(end_of(fast) == Approx(5 * 322.5));
+  CHECK(partition::timeline(fast).size() == 16);  // 4 forwards and 4 backwards per stage
+  // 4 s hand-offs: stage 0 runs f0 f1 b0 f2 b1 f3 b2 b3, stage 1 f0 b0 f1 b1 ...; worked by hand,
+  // stage 0's last backward starts when stage 1's (1194.5 .. 1409.5) has arrived, at 1413.5
+  const partition::Evaluation slow = partition::evaluate(s, chip({{sim::DimensionKind::Ring, 2, 16}}), m);
+  REQUIRE(slow.p2p_s == Approx(4));
+  CHECK(end_of(slow) == Approx(1628.5));
+}
