@@ -79,8 +79,8 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   so.reserve_bytes = o.reserve_bytes;
   if (o.model.calibrated() || o.model.simulate) {
     // VGM is the baseline the cost model is compared against; it keeps the analytical model.
-    if (o.planner != "t10")
-      throw Error("a calibration (or --price-by simulate) prices t10 plans; the vgm baseline and the collage keep the analytical model");
+    if (o.planner == "vgm")
+      throw Error("a calibration (or --price-by simulate) prices t10 and collage plans; the vgm baseline keeps the analytical model");
     so.target.model = &o.model;
   }
   std::unique_ptr<oracle::Replay> replay;  // --price-by simulate: the simulator's network engine
