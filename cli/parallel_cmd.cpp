@@ -163,6 +163,7 @@ int parallel_cmd(ParallelArgs a) {
   if (llm.hidden == 0) llm.hidden = it->second.hidden;
   if (llm.heads == 0) llm.heads = it->second.heads;
   if (llm.seq == 0) llm.seq = it->second.seq;
+  if (llm.global_batch && !llm.training) throw Error("--global-batch is the sequences of a training iteration: add --training");
   if (a.fusion != "search" && a.fusion != "fused" && a.fusion != "kernel-by-kernel")
     throw Error(fmt::format("--fusion: '{}' (expected search, fused or kernel-by-kernel)", a.fusion));
   const partition::SystemSpec sys = partition::system_spec(sim::load_config(a.config));
