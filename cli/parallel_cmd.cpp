@@ -163,6 +163,8 @@ int parallel_cmd(ParallelArgs a) {
   if (llm.hidden == 0) llm.hidden = it->second.hidden;
   if (llm.heads == 0) llm.heads = it->second.heads;
   if (llm.seq == 0) llm.seq = it->second.seq;
+  if (!a.partitions.empty() && a.fusion == "kernel-by-kernel")
+    throw Error("--partitions fixes fused partitions: it does not go with --fusion kernel-by-kernel");
   if (llm.global_batch && !llm.training) throw Error("--global-batch is the sequences of a training iteration: add --training");
   if (a.fusion != "search" && a.fusion != "fused" && a.fusion != "kernel-by-kernel")
     throw Error(fmt::format("--fusion: '{}' (expected search, fused or kernel-by-kernel)", a.fusion));
