@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
   bench_compile->add_option("--config", cbopt.config, "hardware config")->capture_default_str();
   bench_compile->add_option("--workload", cbopt.workload, "model, workload JSON or ONNX file")->capture_default_str();
   bench_compile->add_option("--batch", cbopt.batch, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
-  bench_compile->add_option("--planner", cbopt.planner, "t10 or vgm")->check(CLI::IsMember({"t10", "vgm"}))->capture_default_str();
+  bench_compile->add_option("--planner", cbopt.planner, "t10, vgm or collage")->check(CLI::IsMember({"t10", "vgm", "collage"}))->capture_default_str();
 
   tessera::cli::NocBenchOptions nbopt;
   auto* bench_noc = bench->add_subcommand("noc", "network speed: both levels of detail on synthetic traffic, "
