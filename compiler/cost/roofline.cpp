@@ -9,7 +9,6 @@ namespace tessera::cost {
 namespace {
 
 using ir::ExprKind;
-using ir::Fn;
 using sim::VecOp;
 
 double product(const std::map<std::string, std::int64_t>& extent, const std::vector<std::string>& axes) {
@@ -24,27 +23,6 @@ double all_elements(const ir::Operator& op) {
   return p;
 }
 
-// The vector op an element-wise function costs at least (one pass over its elements).
-VecOp vec_op_of(Fn f) {
-  switch (f) {
-    case Fn::Add: return VecOp::Add;
-    case Fn::Sub: return VecOp::Sub;
-    case Fn::Mul: return VecOp::Mul;
-    case Fn::Div: return VecOp::Div;
-    case Fn::Max: return VecOp::Max;
-    case Fn::Min: return VecOp::Min;
-    case Fn::Relu: return VecOp::Relu;
-    case Fn::Gelu: return VecOp::Gelu;
-    case Fn::Exp: return VecOp::Exp;
-    case Fn::Pow: return VecOp::Pow;
-    case Fn::Sigmoid: return VecOp::Sigmoid;
-    case Fn::Tanh: return VecOp::Tanh;
-    case Fn::Erf: return VecOp::Erf;
-    case Fn::Sqrt: return VecOp::Sqrt;
-    default: return VecOp::Copy;
-  }
-}
-
 // Cycles per lane group of the passes an operator cannot do without: softmax finds the row's
 // maximum, exponentiates the differences, sums them and scales; layer norm sums, squares the
 // differences from the mean, sums those and scales (the affine parameters are left out: they
@@ -55,7 +33,7 @@ double passes(const sim::VectorUnitConfig& v, const ir::Expr& e) {
     case ExprKind::Softmax: return c(VecOp::Max) + c(VecOp::Sub) + c(VecOp::Exp) + c(VecOp::Add) + c(VecOp::Mul);
     case ExprKind::Layernorm: return c(VecOp::Add) + c(VecOp::Sub) + c(VecOp::Mul) + c(VecOp::Add) + c(VecOp::Mul);
     case ExprKind::Reduction: return c(e.reduce == ir::Reduce::Max ? VecOp::Max : VecOp::Add);
-    default: return c(vec_op_of(e.fn));
+    default: return c(sim::parse_vec_op(ir::fn_name(e.fn)).value_or(VecOp::Copy));  // as plan::step_compute
   }
 }
 

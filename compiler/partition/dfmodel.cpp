@@ -15,24 +15,23 @@ namespace {
 
 // What one chip of a tensor-parallel group of `tp` does and holds of a kernel.
 struct Sharded {
-  double flops, weight_bytes, out_bytes, tile_out_bytes;
+  double flops, weight_bytes, out_bytes;
   bool allreduce;  // its output is a partial sum
 };
 
 Sharded shard(const Kernel& k, std::uint32_t tp) {
   const double t = tp;
   switch (k.shard) {
-    case Shard::Column: return {k.flops / t, k.weight_bytes / t, k.out_bytes / t, k.tile_out_bytes / t, false};
-    case Shard::Heads: return {k.flops / t, k.weight_bytes / t, k.out_bytes / t, k.tile_out_bytes / t, false};
-    case Shard::Row: return {k.flops / t, k.weight_bytes / t, k.out_bytes, k.tile_out_bytes, tp > 1};
+    case Shard::Column:
+    case Shard::Heads: return {k.flops / t, k.weight_bytes / t, k.out_bytes / t, false};
+    case Shard::Row: return {k.flops / t, k.weight_bytes / t, k.out_bytes, tp > 1};
     case Shard::Replicated: break;
   }
-  return {k.flops, k.weight_bytes, k.out_bytes, k.tile_out_bytes, false};
+  return {k.flops, k.weight_bytes, k.out_bytes, false};
 }
 
 // The layer's input is the previous layer's output, whole on every chip of the group.
 double layer_input_bytes(const std::vector<Kernel>& layer) { return layer.back().out_bytes; }
-double layer_input_tile_bytes(const std::vector<Kernel>& layer) { return layer.back().tile_out_bytes; }
 
 struct Context {
   const std::vector<Kernel>& layer;
@@ -42,6 +41,7 @@ struct Context {
   std::vector<std::size_t> tp_dims;
   double weight_tiles = 1;
   bool training = false;  // partitions are chosen for forward and backward together
+  double tile = 1;        // a sequence tile's share of every tensor
 };
 
 // Kernels [first, last] as one partition on one chip.
@@ -63,8 +63,9 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
             c.sys, c.tp_dims, i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes);
       if (i >= 0 && inside(static_cast<std::size_t>(i))) continue;
       if (!read.insert(i).second) continue;  // read once for the whole partition
-      dram += i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes;
-      p.sram_bytes += 2 * (i < 0 ? layer_input_tile_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].tile_out_bytes);
+      const double bytes = i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes;
+      dram += bytes;
+      p.sram_bytes += 2 * bytes * c.tile;
     }
     // Its output: written to DRAM once if anything outside reads it (or it is the layer's);
     // buffered for its readers inside, as deep as the pipeline between them.
@@ -76,9 +77,9 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
     }
     if (leaves) {
       dram += s.out_bytes;
-      p.sram_bytes += 2 * s.tile_out_bytes;
+      p.sram_bytes += 2 * s.out_bytes * c.tile;
     }
-    p.sram_bytes += static_cast<double>(depth) * s.tile_out_bytes;
+    p.sram_bytes += static_cast<double>(depth) * s.out_bytes * c.tile;
     if (s.allreduce) p.network_s += allreduce_seconds(c.sys, c.tp_dims, s.out_bytes);
   }
   p.sram_bytes += weights * std::min(1.0, 2.0 / c.weight_tiles);  // two chunks of them at a time
@@ -166,9 +167,8 @@ std::vector<Kernel> gpt_layer(const LlmSpec& s) {
   const double T = static_cast<double>(s.seq * s.micro_batch), h = static_cast<double>(s.hidden);
   const double f = static_cast<double>(s.ffn ? s.ffn : 4 * s.hidden), w = s.word_bytes;
   const double a = static_cast<double>(s.heads), L = static_cast<double>(s.seq), mb = static_cast<double>(s.micro_batch);
-  const double tile = static_cast<double>(std::min(s.seq_tile, s.seq)) / T;  // share of the tokens per tile
-  auto k = [&](std::string name, double flops, double weights, double out, std::vector<int> in, Shard sh) {
-    return Kernel{std::move(name), flops, weights, out, out * tile, std::move(in), sh};
+  auto k = [](std::string name, double flops, double weights, double out, std::vector<int> in, Shard sh) {
+    return Kernel{std::move(name), flops, weights, out, std::move(in), sh};
   };
   const double scores = mb * a * L * L * w;
   return {k("Q", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
@@ -182,6 +182,10 @@ std::vector<Kernel> gpt_layer(const LlmSpec& s) {
           k("FFN0", 2 * T * h * f, h * f * w, T * f * w, {7}, Shard::Column),
           k("FFN1", 2 * T * f * h, f * h * w, T * h * w, {8}, Shard::Row),
           k("Add2", T * h, 0, T * h * w, {9, 7}, Shard::Replicated)};
+}
+
+double tile_share(const LlmSpec& s) {
+  return static_cast<double>(std::min(s.seq_tile, s.seq)) / static_cast<double>(s.seq * s.micro_batch);
 }
 
 const char* strategy_name(Strategy s) {
@@ -247,7 +251,8 @@ Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m)
   const std::vector<Kernel> layer = gpt_layer(llm);
   Evaluation e;
   e.mapping = m;
-  Context c{layer, {}, std::vector<std::vector<std::size_t>>(layer.size()), sys, {}, static_cast<double>(llm.weight_tiles), llm.training};
+  Context c{layer, {}, std::vector<std::vector<std::size_t>>(layer.size()), sys, {}, static_cast<double>(llm.weight_tiles), llm.training,
+            tile_share(llm)};
   for (std::size_t d = 0; d < m.dims.size(); ++d) {
     const std::uint32_t n = sys.dims[d].size;
     if (m.dims[d] == Strategy::TP) {

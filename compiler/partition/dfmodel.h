@@ -42,8 +42,7 @@ struct Kernel {
   std::string name;
   double flops = 0;           // whole layer, not yet sharded
   double weight_bytes = 0;
-  double out_bytes = 0;       // its output tensor, whole
-  double tile_out_bytes = 0;  // its output per sequence tile, whole
+  double out_bytes = 0;       // its output tensor, whole (a sequence tile holds tile_share() of it)
   std::vector<int> inputs;    // producing kernels (indices into the layer); -1: the layer's input
   Shard shard = Shard::Replicated;
 };
@@ -51,6 +50,8 @@ struct Kernel {
 // Kernels in a topological (execution) order: Q, K, V, MHA1 (scores), softmax, MHA2, proj,
 // add, FFN0 (with its activation), FFN1, add. Throws on a spec that has no layer.
 std::vector<Kernel> gpt_layer(const LlmSpec& s);
+// The share of a micro-batch's tokens one sequence tile holds.
+double tile_share(const LlmSpec& s);
 
 enum class Strategy : std::uint8_t { TP, PP, DP };
 const char* strategy_name(Strategy s);
