@@ -14,6 +14,7 @@
 #include "cli/cost_cmd.h"
 #include "cli/traffic_cmd.h"
 #include "cli/parallel_cmd.h"
+#include "cli/pipeline_cmd.h"
 #include "cli/collective_cmd.h"
 #include "cli/train_cmd.h"
 #include "cli/partition_cmd.h"
@@ -203,6 +204,11 @@ int main(int argc, char** argv) {
                                                        "topology dimension, fused partitions or kernel by kernel (analytical)");
   tessera::cli::add_parallel_options(plan_par, para);
 
+  tessera::cli::PipelineArgs pipea;
+  auto* plan_pipe = app.add_subcommand("plan-pipeline", "GraphPipe stage graphs vs a sequential pipeline for a "
+                                                        "multi-branch model on a system of NPUs, run on the simulator");
+  tessera::cli::add_pipeline_options(plan_pipe, pipea);
+
   tessera::cli::PartitionArgs parta;
   auto* part = app.add_subcommand("partition", "place a model's operators on the chips of a system (greedy, random, "
                                                "annealing around the MCM repair solver) and run it as a pipeline: "
@@ -289,6 +295,7 @@ int main(int argc, char** argv) {
     if (train->parsed()) return tessera::cli::train_cmd(traina);
     if (part->parsed()) return tessera::cli::partition_cmd(parta);
     if (plan_par->parsed()) return tessera::cli::parallel_cmd(para);
+    if (plan_pipe->parsed()) return tessera::cli::pipeline_cmd(pipea);
     if (sweep->parsed()) return tessera::cli::sweep_cmd(sweepa);
     if (bench_compile->parsed()) {
       tessera::cli::bench_compile(cbopt);

@@ -1,0 +1,166 @@
+#include "compiler/lower/pipeline_lower.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "sim/common/error.h"
+
+namespace tessera::lower {
+
+namespace {
+
+using partition::PipeModel;
+using partition::PipeOp;
+using partition::PipePlan;
+using partition::PipeStage;
+
+// A share of samples: micro-batch `mb` of a stage, its replica `rep`, `samples` of them.
+struct Piece {
+  std::uint64_t mb;
+  std::uint32_t rep;
+  std::uint64_t samples;
+};
+
+// The (micro-batch, replica) shares of stage s that hold samples [lo, hi).
+std::vector<Piece> pieces(const PipeStage& s, std::uint64_t lo, std::uint64_t hi) {
+  std::vector<Piece> out;
+  const std::uint64_t per = s.micro_batch / s.replicas;
+  for (std::uint64_t x = lo / per * per; x < hi; x += per) {
+    const std::uint64_t a = std::max(x, lo), b = std::min(x + per, hi);
+    out.push_back({x / s.micro_batch, static_cast<std::uint32_t>(x % s.micro_batch / per), b - a});
+  }
+  return out;
+}
+
+class Lowering {
+ public:
+  Lowering(const PipeModel& m, const PipePlan& p) : m_(m), p_(p) {
+    const std::size_t n = p.stages.size();
+    edge_.assign(n, std::vector<double>(n, 0));
+    for (std::uint32_t x = 0; x < n; ++x)
+      for (std::uint32_t z : p.stages[x].succs) edge_[x][z] = partition::stage_edge_bytes(p, x, z);
+    prog_.devices.resize(p.devices_used);
+    prog_.resident_bytes.assign(p.devices_used, 0);
+  }
+
+  sim::PipelineProgram run(const partition::PipeSchedule& sched) {
+    for (std::uint32_t x = 0; x < p_.stages.size(); ++x) {
+      const PipeStage& s = p_.stages[x];
+      double params = 0;
+      for (std::uint32_t l : s.layers) params += m_.layers[l].params;
+      for (std::uint32_t q = 0; q < s.replicas; ++q) {
+        const std::uint32_t dev = s.first_device + q;
+        prog_.resident_bytes[dev] = static_cast<Bytes>(std::ceil(params * m_.state_bytes_per_param));
+        for (const PipeOp& op : sched.order[x]) pass(x, q, op);
+      }
+      allreduce(x, params);
+    }
+    return std::move(prog_);
+  }
+
+ private:
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t, std::uint64_t, bool>;
+
+  std::uint32_t message(const Key& k, std::uint32_t src, std::uint32_t dst, double bytes) {
+    auto it = ids_.find(k);
+    if (it != ids_.end()) return it->second;
+    prog_.messages.push_back({src, dst, std::max<Bytes>(1, static_cast<Bytes>(std::ceil(bytes)))});
+    const auto id = static_cast<std::uint32_t>(prog_.messages.size() - 1);
+    ids_.emplace(k, id);
+    return id;
+  }
+
+  void push(std::uint32_t dev, sim::PipeStep::Kind kind, std::uint32_t msg) {
+    sim::PipeStep st;
+    st.kind = kind;
+    st.message = msg;
+    prog_.devices[dev].push_back(st);
+  }
+
+  // Messages between replica q of stage x (its share of micro-batch j) and the replicas of its
+  // neighbours `others` that share samples with it: activations forward, gradients backward.
+  void exchange(std::uint32_t x, std::uint32_t q, std::uint64_t j, bool backward, bool outgoing) {
+    const PipeStage& s = p_.stages[x];
+    const std::uint64_t per = s.micro_batch / s.replicas;
+    const std::uint64_t lo = j * s.micro_batch + q * per, hi = lo + per;
+    // forward: receive from predecessors, send to successors; backward the reverse
+    const bool to_succ = outgoing != backward;
+    const auto& others = to_succ ? s.succs : s.preds;
+    const std::uint32_t me = s.first_device + q;
+    for (std::uint32_t y : others) {
+      const PipeStage& o = p_.stages[y];
+      const double per_sample = to_succ ? edge_[x][y] : edge_[y][x];
+      for (const Piece& pc : pieces(o, lo, hi)) {
+        const std::uint32_t peer = o.first_device + pc.rep;
+        const Key k = outgoing ? Key{x, q, j, y, pc.rep, pc.mb, backward} : Key{y, pc.rep, pc.mb, x, q, j, backward};
+        const std::uint32_t src = outgoing ? me : peer, dst = outgoing ? peer : me;
+        const std::uint32_t id = message(k, src, dst, per_sample * double(pc.samples));
+        push(me, outgoing ? sim::PipeStep::Send : sim::PipeStep::Wait, id);
+      }
+    }
+  }
+
+  void pass(std::uint32_t x, std::uint32_t q, const PipeOp& op) {
+    const PipeStage& s = p_.stages[x];
+    const std::uint32_t dev = s.first_device + q;
+    const double per = double(s.micro_batch / s.replicas);
+    exchange(x, q, op.micro_batch, op.backward, false);
+    const auto label = static_cast<std::uint32_t>(prog_.labels.size());
+    prog_.labels.push_back(fmt::format("S{} {}{}", x, op.backward ? 'B' : 'F', op.micro_batch));
+    double stash = 0;
+    for (std::uint32_t l : s.layers) stash += m_.layers[l].stash_bytes;
+    const auto held = static_cast<std::int64_t>(std::ceil(stash * per));
+    const double factor = op.backward ? 2 : 1;
+    for (std::size_t i = 0; i < s.layers.size(); ++i) {
+      const std::uint32_t l = op.backward ? s.layers[s.layers.size() - 1 - i] : s.layers[i];
+      const partition::PipeLayer& L = m_.layers[l];
+      sim::PipeStep st;
+      st.kind = sim::PipeStep::Compute;
+      st.flops = factor * L.flops * per;
+      st.bytes = factor * (L.weight_read_bytes + L.sample_bytes * per);
+      st.label = label;
+      if (i == 0) st.memory_delta = op.backward ? -held : held;
+      prog_.devices[dev].push_back(st);
+    }
+    exchange(x, q, op.micro_batch, op.backward, true);
+  }
+
+  // A ring all-reduce of the stage's weight gradients over its replicas.
+  void allreduce(std::uint32_t x, double params) {
+    const PipeStage& s = p_.stages[x];
+    const std::uint32_t r = s.replicas;
+    if (r < 2) return;
+    const double bytes = params * m_.param_bytes / r;
+    const std::uint32_t steps = 2 * (r - 1);
+    const auto first = static_cast<std::uint32_t>(prog_.messages.size());
+    for (std::uint32_t k = 0; k < steps; ++k)
+      for (std::uint32_t q = 0; q < r; ++q)
+        prog_.messages.push_back({s.first_device + q, s.first_device + (q + 1) % r,
+                                  std::max<Bytes>(1, static_cast<Bytes>(std::ceil(bytes)))});
+    for (std::uint32_t q = 0; q < r; ++q)
+      for (std::uint32_t k = 0; k < steps; ++k) {
+        push(s.first_device + q, sim::PipeStep::Send, first + k * r + q);
+        push(s.first_device + q, sim::PipeStep::Wait, first + k * r + (q + r - 1) % r);
+      }
+  }
+
+  const PipeModel& m_;
+  const PipePlan& p_;
+  std::vector<std::vector<double>> edge_;
+  std::map<Key, std::uint32_t> ids_;
+  sim::PipelineProgram prog_;
+};
+
+}  // namespace
+
+sim::PipelineProgram lower_pipeline(const PipeModel& m, const PipePlan& plan, const partition::PipeSchedule& schedule) {
+  if (schedule.order.size() != plan.stages.size())
+    throw Error("pipeline lowering: the schedule is not of this plan (stage counts differ)");
+  return Lowering(m, plan).run(schedule);
+}
+
+}  // namespace tessera::lower

@@ -1,0 +1,696 @@
+#include "compiler/partition/graphpipe.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "sim/common/error.h"
+
+namespace tessera::partition {
+
+namespace {
+
+constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max();
+
+// ---- series-parallel decomposition ----
+
+class SpBuilder {
+ public:
+  explicit SpBuilder(const PipeModel& m) : m_(m), mark_(m.layers.size(), 0) {
+    for (std::uint32_t v = 0; v < m.layers.size(); ++v)
+      for (std::uint32_t u : m.layers[v].inputs) edges_.emplace_back(u, v);
+  }
+
+  SpTree build() {
+    std::vector<std::uint32_t> all(m_.layers.size());
+    std::iota(all.begin(), all.end(), 0u);
+    tree_.root = node(all);
+    return std::move(tree_);
+  }
+  SpTree take(std::uint32_t root) {
+    tree_.root = root;
+    return std::move(tree_);
+  }
+
+  std::uint32_t leaf(std::uint32_t layer) {
+    SpNode n;
+    n.kind = SpNode::Leaf;
+    n.layer = layer;
+    n.layers = {layer};
+    tree_.nodes.push_back(std::move(n));
+    return static_cast<std::uint32_t>(tree_.nodes.size() - 1);
+  }
+
+  // A series or parallel node over `parts`; a child of the same kind is spliced in (a range of a
+  // series' children is convex however the series was found).
+  std::uint32_t compose(SpNode::Kind kind, const std::vector<std::uint32_t>& parts) {
+    if (parts.size() == 1) return parts[0];
+    SpNode n;
+    n.kind = kind;
+    for (std::uint32_t p : parts) {
+      const SpNode& c = tree_.nodes[p];
+      if (c.kind == kind)
+        n.children.insert(n.children.end(), c.children.begin(), c.children.end());
+      else
+        n.children.push_back(p);
+      n.layers.insert(n.layers.end(), c.layers.begin(), c.layers.end());
+    }
+    std::sort(n.layers.begin(), n.layers.end());
+    tree_.nodes.push_back(std::move(n));
+    return static_cast<std::uint32_t>(tree_.nodes.size() - 1);
+  }
+
+ private:
+  // `set` ascending, which is a topological order (layers come after their inputs).
+  std::uint32_t node(const std::vector<std::uint32_t>& set) {
+    if (set.size() == 1) return leaf(set[0]);
+    const std::vector<std::vector<std::uint32_t>> comps = components(set);
+    std::vector<std::uint32_t> parts;
+    if (comps.size() > 1) {
+      for (const auto& c : comps) parts.push_back(node(c));
+      return compose(SpNode::Parallel, parts);
+    }
+    const std::vector<std::size_t> cuts = series_cuts(set);
+    if (cuts.empty()) {  // not series-parallel: its layers as a chain
+      ++tree_.linearised_parts;
+      for (std::uint32_t l : set) parts.push_back(leaf(l));
+      return compose(SpNode::Series, parts);
+    }
+    std::size_t from = 0;
+    for (std::size_t c : cuts) {
+      parts.push_back(node({set.begin() + static_cast<std::ptrdiff_t>(from), set.begin() + static_cast<std::ptrdiff_t>(c)}));
+      from = c;
+    }
+    parts.push_back(node({set.begin() + static_cast<std::ptrdiff_t>(from), set.end()}));
+    return series_with_joins(parts);
+  }
+
+  // A series whose parallel part is followed by more: the parts after it join its last branch
+  // (Series(P(B1..Bn), T...) becomes P(B1..Bn-1, Series(Bn, T...))), so that the layers where
+  // the branches meet can share a stage with the end of a branch instead of taking a device of
+  // their own. The other branches then send to whichever stage of that chain holds the join.
+  std::uint32_t series_with_joins(const std::vector<std::uint32_t>& parts) {
+    std::vector<std::uint32_t> flat;
+    for (std::uint32_t p : parts) {
+      const SpNode& n = tree_.nodes[p];
+      if (n.kind == SpNode::Series)
+        flat.insert(flat.end(), n.children.begin(), n.children.end());
+      else
+        flat.push_back(p);
+    }
+    for (std::size_t c = 0; c + 1 < flat.size(); ++c) {
+      if (tree_.nodes[flat[c]].kind != SpNode::Parallel) continue;
+      std::vector<std::uint32_t> branches = tree_.nodes[flat[c]].children;
+      std::vector<std::uint32_t> tail = {branches.back()};
+      tail.insert(tail.end(), flat.begin() + static_cast<std::ptrdiff_t>(c) + 1, flat.end());
+      branches.back() = series_with_joins(tail);
+      std::vector<std::uint32_t> head(flat.begin(), flat.begin() + static_cast<std::ptrdiff_t>(c));
+      head.push_back(compose(SpNode::Parallel, branches));
+      return compose(SpNode::Series, head);
+    }
+    return compose(SpNode::Series, flat);
+  }
+
+  // Weakly connected components of the subgraph on `set`, each ascending, by first layer.
+  std::vector<std::vector<std::uint32_t>> components(const std::vector<std::uint32_t>& set) {
+    std::vector<std::uint32_t> parent(m_.layers.size());
+    std::iota(parent.begin(), parent.end(), 0u);
+    const auto find = [&](std::uint32_t x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    for (std::uint32_t l : set) mark_[l] = 1;
+    for (const auto& [u, v] : edges_)
+      if (mark_[u] && mark_[v]) parent[std::max(find(u), find(v))] = std::min(find(u), find(v));
+    for (std::uint32_t l : set) mark_[l] = 0;
+    std::vector<std::vector<std::uint32_t>> out;
+    std::vector<std::int64_t> slot(m_.layers.size(), -1);
+    for (std::uint32_t l : set) {
+      const std::uint32_t r = find(l);
+      if (slot[r] < 0) {
+        slot[r] = static_cast<std::int64_t>(out.size());
+        out.emplace_back();
+      }
+      out[static_cast<std::size_t>(slot[r])].push_back(l);
+    }
+    return out;
+  }
+
+  // Positions p (1 .. size-1) where set[0..p) | set[p..) is a series cut: every source of the
+  // subgraph (no input inside it) is before the cut and every sink after it, and the edges across
+  // it all leave one layer or all enter one layer.
+  std::vector<std::size_t> series_cuts(const std::vector<std::uint32_t>& set) {
+    std::vector<std::size_t> pos(m_.layers.size(), kNone);
+    for (std::size_t i = 0; i < set.size(); ++i) pos[set[i]] = i;
+    std::vector<char> has_in(set.size(), 0), has_out(set.size(), 0);
+    for (const auto& [u, v] : edges_)
+      if (pos[u] != kNone && pos[v] != kNone) has_out[pos[u]] = has_in[pos[v]] = 1;
+    std::size_t last_source = 0, first_sink = set.size();
+    for (std::size_t i = 0; i < set.size(); ++i) {
+      if (!has_in[i]) last_source = i;
+      if (!has_out[i]) first_sink = std::min(first_sink, i);
+    }
+    std::vector<std::size_t> cuts;
+    for (std::size_t p = last_source + 1; p <= first_sink && p < set.size(); ++p) {
+      std::uint32_t src = kNoLayer, dst = kNoLayer;
+      bool one_src = true, one_dst = true, any = false;
+      for (const auto& [u, v] : edges_) {
+        if (pos[u] == kNone || pos[v] == kNone || pos[u] >= p || pos[v] < p) continue;
+        any = true;
+        if (src != kNoLayer && src != u) one_src = false;
+        if (dst != kNoLayer && dst != v) one_dst = false;
+        src = u;
+        dst = v;
+      }
+      if (any && (one_src || one_dst)) cuts.push_back(p);
+    }
+    return cuts;
+  }
+
+  static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  static constexpr std::uint32_t kNoLayer = std::numeric_limits<std::uint32_t>::max();
+  const PipeModel& m_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  std::vector<char> mark_;
+  SpTree tree_;
+};
+
+// ---- the search ----
+
+// The schedule configuration of the stage a sub-plan's data goes to (its successor) or comes
+// from (its entry): micro-batch, kFkB k, in-flight samples. b = 0: none (the model's end).
+struct Config {
+  std::uint64_t b = 0, i = 0;
+  std::uint32_t k = 1;
+};
+
+// How a DP value was reached: the range as one stage; a first stage [lo, split] then the rest on
+// the other devices; the first child decomposed on `d1` devices then the rest; the one child
+// decomposed.
+enum class How : std::uint8_t { None, Stage, StageThenRest, ChildThenRest, Child };
+
+struct Value {
+  Config entry{0, kInf, 1};  // i = kInf: infeasible
+  How how = How::None;
+  std::uint32_t split = 0, d1 = 0;
+  std::uint32_t replicas = 0;  // How::Stage
+  double tps = 0;
+};
+
+struct Key {
+  std::uint32_t node, lo, hi, d;
+  Config succ;
+  bool operator==(const Key& o) const {
+    return node == o.node && lo == o.lo && hi == o.hi && d == o.d && succ.b == o.succ.b && succ.i == o.succ.i &&
+           succ.k == o.succ.k;
+  }
+};
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::uint64_t h = k.node;
+    for (std::uint64_t x : {std::uint64_t(k.lo), std::uint64_t(k.hi), std::uint64_t(k.d), k.succ.b, k.succ.i,
+                            std::uint64_t(k.succ.k)})
+      h = (h ^ x) * 0x100000001b3ull + (h >> 29);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// Per position p of the layer order (0 .. layers): the bytes per sample of the tensors made
+// before p and read at or after p, which a chain of stages cut at p passes on.
+std::vector<double> chain_cut_bytes(const PipeModel& m) {
+  const std::size_t n = m.layers.size();
+  std::vector<std::uint32_t> last_use(n, 0);
+  for (std::uint32_t v = 0; v < n; ++v)
+    for (std::uint32_t u : m.layers[v].inputs) last_use[u] = std::max(last_use[u], v);
+  std::vector<double> cut(n + 1, 0);
+  for (std::uint32_t u = 0; u < n; ++u)
+    for (std::uint32_t p = u + 1; p <= last_use[u]; ++p) cut[p] += m.layers[u].out_bytes;
+  return cut;
+}
+
+// What a candidate stage (a range of a node's children) is made of, computed once.
+struct RangeInfo {
+  std::vector<std::uint32_t> layers;
+  double params = 0, stash = 0;   // per sample: stash
+  double boundary_bytes = 0;      // per sample: activations in plus activations out
+  std::unordered_map<std::uint64_t, double> pass_s;  // samples per replica -> forward + backward
+};
+
+class Search {
+ public:
+  Search(const PipeModel& m, const SpTree& t, const DeviceSpec& dev, const PipeOptions& o)
+      : m_(m), t_(t), dev_(dev), o_(o), chain_(o.planner == PipePlanner::Sequential), cut_(chain_cut_bytes(m)) {
+    for (std::uint64_t b = o.min_micro_batch; b <= o.mini_batch; b *= 2) batches_.push_back(b);
+    consumers_.resize(m.layers.size());
+    for (std::uint32_t v = 0; v < m.layers.size(); ++v)
+      for (std::uint32_t u : m.layers[v].inputs) consumers_[u].push_back(v);
+  }
+
+  // The least in-flight samples at the model's entry with every stage at most `tps` per sample,
+  // or kInf.
+  std::uint64_t probe(double tps) {
+    tps_ = tps;
+    memo_.clear();
+    const SpNode& root = t_.nodes[t_.root];
+    const std::uint32_t hi = root.kind == SpNode::Leaf ? 0 : static_cast<std::uint32_t>(root.children.size() - 1);
+    return solve(t_.root, 0, hi, dev_.devices, Config{}).entry.i;
+  }
+
+  std::vector<PipeStage> stages() {
+    std::vector<PipeStage> out;
+    std::uint32_t next_device = 0;
+    const SpNode& root = t_.nodes[t_.root];
+    const std::uint32_t hi = root.kind == SpNode::Leaf ? 0 : static_cast<std::uint32_t>(root.children.size() - 1);
+    rebuild(t_.root, 0, hi, dev_.devices, Config{}, out, next_device);
+    return out;
+  }
+
+  std::uint64_t states() const { return states_; }
+
+  // The figures of one stage on `r` replicas with micro-batch b (fills the plan's stage).
+  PipeStage describe(RangeInfo& info, std::uint32_t r, std::uint64_t b, std::uint32_t k, std::uint64_t i) {
+    PipeStage s;
+    s.layers = info.layers;
+    s.replicas = r;
+    s.micro_batch = b;
+    s.k = k;
+    s.in_flight = i;
+    const double per = double(b) / r;
+    s.forward_s = pass_seconds(m_, info.layers, per, dev_, false);
+    s.backward_s = pass_seconds(m_, info.layers, per, dev_, true);
+    s.allreduce_s = allreduce_s(info, r);
+    s.tps_s = stage_tps(info, r, b);
+    s.memory_bytes = memory(info, r, i);
+    return s;
+  }
+
+ private:
+  RangeInfo& info(std::uint32_t node, std::uint32_t lo, std::uint32_t hi) {
+    const std::uint64_t key = (std::uint64_t(node) << 40) | (std::uint64_t(lo) << 20) | hi;
+    auto it = ranges_.find(key);
+    if (it != ranges_.end()) return it->second;
+    RangeInfo r;
+    const SpNode& n = t_.nodes[node];
+    if (n.kind == SpNode::Leaf) {
+      r.layers = n.layers;
+    } else {
+      for (std::uint32_t c = lo; c <= hi; ++c) {
+        const auto& ls = t_.nodes[n.children[c]].layers;
+        r.layers.insert(r.layers.end(), ls.begin(), ls.end());
+      }
+      std::sort(r.layers.begin(), r.layers.end());
+    }
+    std::vector<char> in(m_.layers.size(), 0);
+    for (std::uint32_t l : r.layers) in[l] = 1;
+    if (chain_) r.boundary_bytes = cut_[r.layers.front()] + cut_[r.layers.back() + 1];
+    for (std::uint32_t l : r.layers) {
+      const PipeLayer& L = m_.layers[l];
+      r.params += L.params;
+      r.stash += L.stash_bytes;
+      if (chain_) continue;  // a chain stage passes on everything live across its ends
+      for (std::uint32_t u : L.inputs)
+        if (!in[u]) r.boundary_bytes += m_.layers[u].out_bytes;
+      for (std::uint32_t v : consumers_[l])
+        if (!in[v]) {  // once per layer that leaves (consumers of one stage share the message)
+          r.boundary_bytes += L.out_bytes;
+          break;
+        }
+    }
+    return ranges_.emplace(key, std::move(r)).first->second;
+  }
+
+  double allreduce_s(const RangeInfo& r, std::uint32_t replicas) const {
+    if (replicas < 2) return 0;
+    const double p = replicas;
+    return 2 * (p - 1) / p * r.params * m_.param_bytes / dev_.link_bytes_per_s;
+  }
+
+  double stage_tps(RangeInfo& r, std::uint32_t replicas, std::uint64_t b) {
+    const std::uint64_t per = b / replicas;
+    auto it = r.pass_s.find(per);
+    if (it == r.pass_s.end())
+      it = r.pass_s
+               .emplace(per, pass_seconds(m_, r.layers, double(per), dev_, false) +
+                                 pass_seconds(m_, r.layers, double(per), dev_, true))
+               .first;
+    const double compute = it->second / double(b);
+    // activations in and gradients out (and the reverse) share each replica's link both ways
+    const double network = r.boundary_bytes / (replicas * dev_.link_bytes_per_s);
+    return std::max(compute, network) + allreduce_s(r, replicas) / double(o_.mini_batch);
+  }
+
+  double memory(const RangeInfo& r, std::uint32_t replicas, std::uint64_t in_flight) const {
+    return r.params * m_.state_bytes_per_param + r.stash * double(in_flight) / replicas;
+  }
+
+  // The range as one stage: the least in-flight (then TPS) over replicas, micro-batch and k.
+  Value one_stage(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
+    RangeInfo& r = info(node, lo, hi);
+    Value best;
+    for (std::uint32_t rep = 1; rep <= d; rep *= 2)
+      for (std::uint64_t b : batches_) {
+        if (b < rep) continue;
+        const double tps = stage_tps(r, rep, b);
+        if (tps > tps_) continue;
+        for (std::uint32_t k : o_.ks) {
+          if (b * k > o_.mini_batch) continue;
+          const std::uint64_t i = succ.b ? kfkb_in_flight(k, b, succ.k, succ.b, succ.i) : k * b;
+          if (memory(r, rep, i) > dev_.capacity_bytes) continue;
+          if (i < best.entry.i || (i == best.entry.i && tps < best.tps)) {
+            best.entry = {b, i, k};
+            best.how = How::Stage;
+            best.replicas = rep;
+            best.tps = tps;
+          }
+        }
+      }
+    return best;
+  }
+
+  static bool better(const Value& a, const Value& b) { return a.entry.i < b.entry.i; }
+
+  // Two parts of a parallel node side by side: the larger in-flight count at their shared entry.
+  static Value side_by_side(const Value& a, const Value& b) {
+    Value v = a.entry.i >= b.entry.i ? a : b;
+    if (a.entry.i == kInf || b.entry.i == kInf) v.entry.i = kInf;
+    return v;
+  }
+
+  Value solve(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
+    const Key key{node, lo, hi, d, succ};
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    ++states_;
+    Value best = one_stage(node, lo, hi, d, succ);
+    const SpNode& n = t_.nodes[node];
+    if (n.kind != SpNode::Leaf) {
+      const bool series = n.kind == SpNode::Series;
+      const auto full = [&](std::uint32_t child) {
+        const SpNode& c = t_.nodes[child];
+        return c.kind == SpNode::Leaf ? 0u : static_cast<std::uint32_t>(c.children.size() - 1);
+      };
+      if (lo == hi) {
+        if (t_.nodes[n.children[lo]].kind != SpNode::Leaf) {
+          Value v = solve(n.children[lo], 0, full(n.children[lo]), d, succ);
+          v.how = How::Child;
+          if (better(v, best)) best = v;
+        }
+      } else {
+        for (std::uint32_t d1 = 1; d1 < d; ++d1) {
+          // the rest first: in a series its entry is what the first part sends to
+          for (std::uint32_t split = lo; split < hi; ++split) {
+            const Value rest = solve(node, split + 1, hi, d - d1, succ);
+            if (rest.entry.i == kInf) continue;
+            const Config after = series ? rest.entry : succ;
+            Value first = one_stage(node, lo, split, d1, after);
+            if (first.entry.i == kInf) continue;
+            Value v = series ? first : side_by_side(first, rest);
+            v.how = How::StageThenRest;
+            v.split = split;
+            v.d1 = d1;
+            if (better(v, best)) best = v;
+          }
+          const std::uint32_t child = n.children[lo];
+          if (t_.nodes[child].kind == SpNode::Leaf) continue;
+          const Value rest = solve(node, lo + 1, hi, d - d1, succ);
+          if (rest.entry.i == kInf) continue;
+          const Value first = solve(child, 0, full(child), d1, series ? rest.entry : succ);
+          if (first.entry.i == kInf) continue;
+          Value v = series ? first : side_by_side(first, rest);
+          v.how = How::ChildThenRest;
+          v.d1 = d1;
+          if (better(v, best)) best = v;
+        }
+      }
+    }
+    memo_.emplace(key, best);
+    return best;
+  }
+
+  // Walks the choices of the last probe, appending stages in topological order.
+  void rebuild(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ,
+               std::vector<PipeStage>& out, std::uint32_t& next_device) {
+    const Value v = solve(node, lo, hi, d, succ);
+    if (v.entry.i == kInf) throw Error("pipeline planner: internal: rebuilding an infeasible plan");
+    const SpNode& n = t_.nodes[node];
+    const bool series = n.kind == SpNode::Series;
+    const auto full = [&](std::uint32_t child) {
+      const SpNode& c = t_.nodes[child];
+      return c.kind == SpNode::Leaf ? 0u : static_cast<std::uint32_t>(c.children.size() - 1);
+    };
+    const auto emit = [&](std::uint32_t lo2, std::uint32_t hi2, const Value& s) {
+      PipeStage st = describe(info(node, lo2, hi2), s.replicas, s.entry.b, s.entry.k, s.entry.i);
+      st.first_device = next_device;
+      next_device += s.replicas;
+      out.push_back(std::move(st));
+    };
+    switch (v.how) {
+      case How::None: break;
+      case How::Stage: emit(lo, hi, v); break;
+      case How::Child: rebuild(n.children[lo], 0, full(n.children[lo]), d, succ, out, next_device); break;
+      case How::StageThenRest: {
+        const Value rest = solve(node, v.split + 1, hi, d - v.d1, succ);
+        const Config after = series ? rest.entry : succ;
+        emit(lo, v.split, one_stage(node, lo, v.split, v.d1, after));
+        rebuild(node, v.split + 1, hi, d - v.d1, succ, out, next_device);
+        break;
+      }
+      case How::ChildThenRest: {
+        const Value rest = solve(node, lo + 1, hi, d - v.d1, succ);
+        const std::uint32_t child = n.children[lo];
+        rebuild(child, 0, full(child), v.d1, series ? rest.entry : succ, out, next_device);
+        rebuild(node, lo + 1, hi, d - v.d1, succ, out, next_device);
+        break;
+      }
+    }
+  }
+
+  const PipeModel& m_;
+  const SpTree& t_;
+  const DeviceSpec& dev_;
+  const PipeOptions& o_;
+  const bool chain_;
+  const std::vector<double> cut_;
+  std::vector<std::uint64_t> batches_;
+  std::vector<std::vector<std::uint32_t>> consumers_;
+  std::unordered_map<std::uint64_t, RangeInfo> ranges_;
+  std::unordered_map<Key, Value, KeyHash> memo_;
+  double tps_ = 0;
+  std::uint64_t states_ = 0;
+};
+
+bool power_of_two(std::uint64_t x) { return x && (x & (x - 1)) == 0; }
+
+// Stage edges: from layer edges, or (a chain) each stage to the next with what is live across
+// the cut; and the longest path in stages.
+void link_stages(const PipeModel& m, PipePlan& p, bool chain) {
+  const auto connect = [&](std::uint32_t a, std::uint32_t b, double bytes) {
+    auto& succ = p.stages[a].succs;
+    const auto it = std::find(succ.begin(), succ.end(), b);
+    if (it != succ.end()) {
+      p.stages[a].succ_bytes[static_cast<std::size_t>(it - succ.begin())] += bytes;
+      return;
+    }
+    succ.push_back(b);
+    p.stages[a].succ_bytes.push_back(bytes);
+    p.stages[b].preds.push_back(a);
+  };
+  if (chain) {
+    const std::vector<double> cut = chain_cut_bytes(m);
+    for (std::uint32_t s = 0; s + 1 < p.stages.size(); ++s) connect(s, s + 1, cut[p.stages[s + 1].layers.front()]);
+  } else {
+    std::vector<std::uint32_t> stage_of(m.layers.size());
+    for (std::uint32_t s = 0; s < p.stages.size(); ++s)
+      for (std::uint32_t l : p.stages[s].layers) stage_of[l] = s;
+    for (std::uint32_t u = 0; u < m.layers.size(); ++u) {
+      std::vector<std::uint32_t> to;  // stages reading u's output, each once
+      for (std::uint32_t v = u + 1; v < m.layers.size(); ++v)
+        for (std::uint32_t in : m.layers[v].inputs)
+          if (in == u && stage_of[v] != stage_of[u] &&
+              std::find(to.begin(), to.end(), stage_of[v]) == to.end())
+            to.push_back(stage_of[v]);
+      for (std::uint32_t b : to) {
+        if (b < stage_of[u]) throw Error("pipeline planner: internal: a stage edge goes backward");
+        connect(stage_of[u], b, m.layers[u].out_bytes);
+      }
+    }
+  }
+  std::vector<std::uint32_t> depth(p.stages.size(), 1);
+  for (std::size_t s = p.stages.size(); s-- > 0;)
+    for (std::uint32_t t : p.stages[s].succs) depth[s] = std::max(depth[s], depth[t] + 1);
+  p.depth = p.stages.empty() ? 0 : *std::max_element(depth.begin(), depth.end());
+  for (PipeStage& s : p.stages) {
+    s.name = m.layers[s.layers.front()].name;
+    if (s.layers.size() > 1) s.name += ".." + m.layers[s.layers.back()].name;
+  }
+}
+
+// The in-flight samples of every stage from the final stage graph (Table 3.2 against each
+// successor, the largest), last stage first, and the memory that follows. The search used the
+// same rule along its decomposition; a branch that meets others inside a chain is only known
+// here.
+void settle_in_flight(const PipeModel& m, const DeviceSpec& dev, PipePlan& p) {
+  for (std::size_t x = p.stages.size(); x-- > 0;) {
+    PipeStage& s = p.stages[x];
+    std::uint64_t i = s.succs.empty() ? s.k * s.micro_batch : 0;
+    for (std::uint32_t y : s.succs) {
+      const PipeStage& t = p.stages[y];
+      i = std::max(i, kfkb_in_flight(s.k, s.micro_batch, t.k, t.micro_batch, t.in_flight));
+    }
+    s.in_flight = std::max(s.in_flight, i);
+    double params = 0, stash = 0;
+    for (std::uint32_t l : s.layers) {
+      params += m.layers[l].params;
+      stash += m.layers[l].stash_bytes;
+    }
+    s.memory_bytes = params * m.state_bytes_per_param + stash * double(s.in_flight) / s.replicas;
+    if (s.memory_bytes > dev.capacity_bytes)
+      throw Error(fmt::format("pipeline planner: stage {} ({}) needs {:.3g} GB for {} samples in flight, more than "
+                              "a device's {:.3g} GB",
+                              x, s.name, s.memory_bytes / 1e9, s.in_flight, dev.capacity_bytes / 1e9));
+  }
+}
+
+}  // namespace
+
+SpTree sp_decompose(const PipeModel& m) {
+  validate(m);
+  return SpBuilder(m).build();
+}
+
+SpTree chain_tree(const PipeModel& m) {
+  validate(m);
+  SpBuilder b(m);
+  std::vector<std::uint32_t> leaves;
+  for (std::uint32_t l = 0; l < m.layers.size(); ++l) leaves.push_back(b.leaf(l));
+  const std::uint32_t root = b.compose(SpNode::Series, leaves);
+  return b.take(root);
+}
+
+const char* pipe_planner_name(PipePlanner p) { return p == PipePlanner::GraphPipe ? "graphpipe" : "sequential"; }
+
+PipePlanner parse_pipe_planner(const std::string& name) {
+  if (name == "graphpipe") return PipePlanner::GraphPipe;
+  if (name == "sequential") return PipePlanner::Sequential;
+  throw Error(fmt::format("unknown pipeline planner '{}': expected graphpipe or sequential", name));
+}
+
+DeviceSpec device_spec(const sim::Config& cfg, std::uint32_t devices) {
+  if (!cfg.system.npu)
+    throw Error(fmt::format("config '{}' has no system.npu: the pipeline planner prices stages on it (docs/config.md)",
+                            cfg.name));
+  if (devices == 0 || devices > cfg.system.chips)
+    throw Error(fmt::format("devices = {}: config '{}' has {} chips", devices, cfg.name, cfg.system.chips));
+  if (cfg.chip.offchip.capacity_bytes == 0)
+    throw Error(fmt::format("config '{}': chip.offchip.capacity_bytes is 0: the devices' memory", cfg.name));
+  DeviceSpec d;
+  d.devices = devices;
+  d.clock_hz = cfg.clock_ghz * 1e9;
+  d.flops_per_s = cfg.system.npu->fp16_flops_per_cycle * d.clock_hz;
+  d.memory_bytes_per_s = cfg.system.npu->memory_bytes_per_cycle * d.clock_hz;
+  d.capacity_bytes = static_cast<double>(cfg.chip.offchip.capacity_bytes);
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const sim::Dimension& dim : cfg.system.dimensions) {
+    slowest = std::min(slowest, dim.bytes_per_cycle());
+    d.dims.emplace_back(dim.size, dim.bytes_per_cycle() * d.clock_hz);
+  }
+  if (!std::isfinite(slowest))
+    throw Error(fmt::format("config '{}' has no system.dimensions: pipeline stages need links", cfg.name));
+  d.link_bytes_per_s = slowest * d.clock_hz;
+  return d;
+}
+
+double DeviceSpec::link_between(std::uint32_t a, std::uint32_t b) const {
+  double rate = std::numeric_limits<double>::infinity();
+  for (const auto& [size, bytes_per_s] : dims) {
+    if (a % size != b % size) rate = std::min(rate, bytes_per_s);
+    a /= size;
+    b /= size;
+  }
+  return std::isfinite(rate) ? rate : link_bytes_per_s;
+}
+
+std::uint64_t kfkb_in_flight(std::uint32_t kx, std::uint64_t bx, std::uint32_t ky, std::uint64_t by, std::uint64_t iy) {
+  const std::uint64_t X = kx * bx;
+  if (by == 0) return X;
+  const std::uint64_t Y = ky * by, M = std::max(bx, by);
+  if (M < X && X < Y) return iy + 2 * M;
+  if (M == X && X < Y) return iy + M;
+  if (bx <= by && by < Y && Y < X) return iy + X - Y + 2 * by;
+  if (bx <= by && by == Y && Y < X) return iy + X;
+  if (by <= bx && bx < Y && Y < X) return iy + X - Y + 2 * bx;
+  if (by <= bx && bx == Y && Y < X) return iy + X;
+  if (M == Y && Y == X) return iy + Y;
+  if (M < Y && Y == X) return iy + 2 * M;
+  if (X < by) return iy + by;            // b_x <= k_x b_x < b_y <= k_y b_y
+  if (Y < bx) return iy + X - Y + bx;    // b_y <= k_y b_y < b_x <= k_x b_x
+  return iy + X + Y;                     // not reached: the table covers every order
+}
+
+double pass_seconds(const PipeModel& m, const std::vector<std::uint32_t>& layers, double samples,
+                    const DeviceSpec& dev, bool backward) {
+  const double x = backward ? 2 : 1;
+  double t = 0;
+  for (std::uint32_t l : layers) {
+    const PipeLayer& L = m.layers[l];
+    t += x * std::max(L.flops * samples / dev.flops_per_s,
+                      (L.weight_read_bytes + L.sample_bytes * samples) / dev.memory_bytes_per_s);
+  }
+  return t;
+}
+
+PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOptions& o) {
+  validate(m);
+  if (!power_of_two(o.mini_batch) || !power_of_two(o.min_micro_batch) || o.min_micro_batch > o.mini_batch)
+    throw Error(fmt::format("pipeline planner: mini-batch {} and smallest micro-batch {} must be powers of two, "
+                            "the micro-batch no larger", o.mini_batch, o.min_micro_batch));
+  if (o.ks.empty() || std::find(o.ks.begin(), o.ks.end(), 0u) != o.ks.end())
+    throw Error("pipeline planner: kFkB k must be at least 1");
+  if (dev.devices == 0 || dev.devices > 1024) throw Error("pipeline planner: devices must be 1 to 1024");
+  const SpTree tree = o.planner == PipePlanner::GraphPipe ? sp_decompose(m) : chain_tree(m);
+  Search search(m, tree, dev, o);
+  PipePlan plan;
+  plan.model = m.name;
+  plan.planner = o.planner;
+  plan.mini_batch = o.mini_batch;
+  plan.linearised_parts = tree.linearised_parts;
+  // An upper end: the whole model on one device, one sample at a time, then widened until the
+  // search finds a plan (or the memory rules every plan out).
+  std::vector<std::uint32_t> all(m.layers.size());
+  std::iota(all.begin(), all.end(), 0u);
+  double hi = pass_seconds(m, all, 1, dev, false) + pass_seconds(m, all, 1, dev, true) + 1e-12;
+  int widen = 0;
+  while (search.probe(hi) == kInf) {
+    ++plan.binary_search_probes;
+    if (++widen > 40)
+      throw Error(fmt::format("pipeline planner: no plan of {} fits {} devices of {:.3g} GB: a stage's parameter "
+                              "state ({} B per parameter) and activations do not fit",
+                              m.name, dev.devices, dev.capacity_bytes / 1e9, m.state_bytes_per_param));
+    hi *= 2;
+  }
+  ++plan.binary_search_probes;
+  double lo = 0;
+  while (hi - lo > o.tolerance * hi) {
+    const double mid = (lo + hi) / 2;
+    ++plan.binary_search_probes;
+    if (search.probe(mid) == kInf)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  search.probe(hi);
+  plan.stages = search.stages();
+  plan.dp_states = search.states();
+  for (const PipeStage& s : plan.stages) {
+    plan.devices_used += s.replicas;
+    plan.tps_s = std::max(plan.tps_s, s.tps_s);
+  }
+  link_stages(m, plan, o.planner == PipePlanner::Sequential);
+  settle_in_flight(m, dev, plan);
+  return plan;
+}
+
+}  // namespace tessera::partition
