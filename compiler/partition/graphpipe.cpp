@@ -109,7 +109,11 @@ class SpBuilder {
       tail.insert(tail.end(), flat.begin() + static_cast<std::ptrdiff_t>(c) + 1, flat.end());
       branches.back() = series_with_joins(tail);
       std::vector<std::uint32_t> head(flat.begin(), flat.begin() + static_cast<std::ptrdiff_t>(c));
-      head.push_back(compose(SpNode::Parallel, branches));
+      const std::uint32_t meet = tree_.nodes[flat[c + 1]].layers.front();
+      const std::uint32_t join = compose(SpNode::Parallel, branches);
+      tree_.nodes[join].join = true;
+      tree_.nodes[join].join_layer = meet;
+      head.push_back(join);
       return compose(SpNode::Series, head);
     }
     return compose(SpNode::Series, flat);
@@ -191,13 +195,17 @@ struct Config {
 // How a DP value was reached: the range as one stage; a first stage [lo, split] then the rest on
 // the other devices; the first child decomposed on `d1` devices then the rest; the one child
 // decomposed.
-enum class How : std::uint8_t { None, Stage, StageThenRest, ChildThenRest, Child };
+// JoinTail: in a join, the children from `split` to the last (which holds the join) as a tail
+// on `d1` devices — one stage, or (`tail_child`) the last child decomposed — and the others
+// side by side on the rest, sending to the tail.
+enum class How : std::uint8_t { None, Stage, StageThenRest, ChildThenRest, Child, JoinTail };
 
 struct Value {
   Config entry{0, kInf, 1};  // i = kInf: infeasible
   How how = How::None;
   std::uint32_t split = 0, d1 = 0;
   std::uint32_t replicas = 0;  // How::Stage
+  bool tail_child = false;     // How::JoinTail
   double tps = 0;
 };
 
@@ -371,7 +379,11 @@ class Search {
     return best;
   }
 
-  static bool better(const Value& a, const Value& b) { return a.entry.i < b.entry.i; }
+  // Fewer samples in flight at the entry; on a tie the smaller entry micro-batch, which costs
+  // the stages before it less (Table 3.2).
+  static bool better(const Value& a, const Value& b) {
+    return a.entry.i < b.entry.i || (a.entry.i == b.entry.i && a.entry.b < b.entry.b);
+  }
 
   // Two parts of a parallel node side by side: the larger in-flight count at their shared entry.
   static Value side_by_side(const Value& a, const Value& b) {
@@ -380,50 +392,121 @@ class Search {
     return v;
   }
 
+  std::uint32_t last_child(std::uint32_t node) const {
+    const SpNode& c = t_.nodes[node];
+    return c.kind == SpNode::Leaf ? 0u : static_cast<std::uint32_t>(c.children.size() - 1);
+  }
+
+  // The tail of a join: children [k, last] as one stage on d1 devices, or the last child
+  // decomposed (k = last).
+  Value join_tail(std::uint32_t node, std::uint32_t k, std::uint32_t d1, const Config& succ, bool child) {
+    const SpNode& n = t_.nodes[node];
+    if (!child) return one_stage(node, k, last_child(node), d1, succ);
+    const std::uint32_t c = n.children[k];
+    return solve(c, 0, last_child(c), d1, succ);
+  }
+
+  // What the other children of a join send to: the stage of the tail that holds the join layer.
+  Config join_target(std::uint32_t node, std::uint32_t k, std::uint32_t d1, const Config& succ, bool child) {
+    const Value tail = join_tail(node, k, d1, succ, child);
+    if (!child || tail.entry.i == kInf) return tail.entry;
+    const std::uint32_t c = t_.nodes[node].children[k];
+    return stage_config(c, 0, last_child(c), d1, succ, t_.nodes[node].join_layer);
+  }
+
+  bool holds(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t layer) {
+    const auto& ls = info(node, lo, hi).layers;
+    return std::binary_search(ls.begin(), ls.end(), layer);
+  }
+
+  // The configuration of the stage that holds `layer` in the sub-plan solve() chose.
+  Config stage_config(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ,
+                      std::uint32_t layer) {
+    const Value v = solve(node, lo, hi, d, succ);
+    const SpNode& n = t_.nodes[node];
+    switch (v.how) {
+      case How::None:
+      case How::Stage: return v.entry;
+      case How::Child: return stage_config(n.children[lo], 0, last_child(n.children[lo]), d, succ, layer);
+      case How::StageThenRest: {
+        const Value rest = solve(node, v.split + 1, hi, d - v.d1, succ);
+        if (!holds(node, lo, v.split, layer)) return stage_config(node, v.split + 1, hi, d - v.d1, succ, layer);
+        return one_stage(node, lo, v.split, v.d1, n.kind == SpNode::Series ? rest.entry : succ).entry;
+      }
+      case How::ChildThenRest: {
+        if (!holds(node, lo, lo, layer)) return stage_config(node, lo + 1, hi, d - v.d1, succ, layer);
+        const Value rest = solve(node, lo + 1, hi, d - v.d1, succ);
+        const std::uint32_t c = n.children[lo];
+        return stage_config(c, 0, last_child(c), v.d1, n.kind == SpNode::Series ? rest.entry : succ, layer);
+      }
+      case How::JoinTail: {
+        if (holds(node, lo, v.split - 1, layer))
+          return stage_config(node, lo, v.split - 1, d - v.d1, join_target(node, v.split, v.d1, succ, v.tail_child),
+                              layer);
+        if (!v.tail_child) return join_tail(node, v.split, v.d1, succ, false).entry;
+        const std::uint32_t c = n.children[v.split];
+        return stage_config(c, 0, last_child(c), v.d1, succ, layer);
+      }
+    }
+    return v.entry;
+  }
+
   Value solve(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
     const Key key{node, lo, hi, d, succ};
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     ++states_;
     Value best = one_stage(node, lo, hi, d, succ);
     const SpNode& n = t_.nodes[node];
-    if (n.kind != SpNode::Leaf) {
-      const bool series = n.kind == SpNode::Series;
-      const auto full = [&](std::uint32_t child) {
-        const SpNode& c = t_.nodes[child];
-        return c.kind == SpNode::Leaf ? 0u : static_cast<std::uint32_t>(c.children.size() - 1);
-      };
-      if (lo == hi) {
-        if (t_.nodes[n.children[lo]].kind != SpNode::Leaf) {
-          Value v = solve(n.children[lo], 0, full(n.children[lo]), d, succ);
-          v.how = How::Child;
-          if (better(v, best)) best = v;
-        }
-      } else {
-        for (std::uint32_t d1 = 1; d1 < d; ++d1) {
-          // the rest first: in a series its entry is what the first part sends to
-          for (std::uint32_t split = lo; split < hi; ++split) {
-            const Value rest = solve(node, split + 1, hi, d - d1, succ);
-            if (rest.entry.i == kInf) continue;
-            const Config after = series ? rest.entry : succ;
-            Value first = one_stage(node, lo, split, d1, after);
-            if (first.entry.i == kInf) continue;
-            Value v = series ? first : side_by_side(first, rest);
-            v.how = How::StageThenRest;
-            v.split = split;
+    if (n.kind == SpNode::Leaf) {
+    } else if (lo == hi) {
+      if (t_.nodes[n.children[lo]].kind != SpNode::Leaf) {
+        Value v = solve(n.children[lo], 0, last_child(n.children[lo]), d, succ);
+        v.how = How::Child;
+        if (better(v, best)) best = v;
+      }
+    } else if (n.join && hi == last_child(node)) {
+      // the tail first: the other children send to the stage of it that holds the join
+      for (std::uint32_t k = lo + 1; k <= hi; ++k)
+        for (std::uint32_t d1 = 1; d1 < d; ++d1)
+          for (bool child : {false, true}) {
+            if (child && (k != hi || t_.nodes[n.children[k]].kind == SpNode::Leaf)) continue;
+            const Value tail = join_tail(node, k, d1, succ, child);
+            if (tail.entry.i == kInf) continue;
+            const Value side = solve(node, lo, k - 1, d - d1, join_target(node, k, d1, succ, child));
+            if (side.entry.i == kInf) continue;
+            Value v = side_by_side(side, tail);
+            v.how = How::JoinTail;
+            v.split = k;
             v.d1 = d1;
+            v.tail_child = child;
             if (better(v, best)) best = v;
           }
-          const std::uint32_t child = n.children[lo];
-          if (t_.nodes[child].kind == SpNode::Leaf) continue;
-          const Value rest = solve(node, lo + 1, hi, d - d1, succ);
+    } else {
+      const bool series = n.kind == SpNode::Series;
+      for (std::uint32_t d1 = 1; d1 < d; ++d1) {
+        // the rest first: in a series its entry is what the first part sends to
+        for (std::uint32_t split = lo; split < hi; ++split) {
+          const Value rest = solve(node, split + 1, hi, d - d1, succ);
           if (rest.entry.i == kInf) continue;
-          const Value first = solve(child, 0, full(child), d1, series ? rest.entry : succ);
+          const Config after = series ? rest.entry : succ;
+          Value first = one_stage(node, lo, split, d1, after);
           if (first.entry.i == kInf) continue;
           Value v = series ? first : side_by_side(first, rest);
-          v.how = How::ChildThenRest;
+          v.how = How::StageThenRest;
+          v.split = split;
           v.d1 = d1;
           if (better(v, best)) best = v;
         }
+        const std::uint32_t child = n.children[lo];
+        if (t_.nodes[child].kind == SpNode::Leaf) continue;
+        const Value rest = solve(node, lo + 1, hi, d - d1, succ);
+        if (rest.entry.i == kInf) continue;
+        const Value first = solve(child, 0, last_child(child), d1, series ? rest.entry : succ);
+        if (first.entry.i == kInf) continue;
+        Value v = series ? first : side_by_side(first, rest);
+        v.how = How::ChildThenRest;
+        v.d1 = d1;
+        if (better(v, best)) best = v;
       }
     }
     memo_.emplace(key, best);
@@ -437,10 +520,7 @@ class Search {
     if (v.entry.i == kInf) throw Error("pipeline planner: internal: rebuilding an infeasible plan");
     const SpNode& n = t_.nodes[node];
     const bool series = n.kind == SpNode::Series;
-    const auto full = [&](std::uint32_t child) {
-      const SpNode& c = t_.nodes[child];
-      return c.kind == SpNode::Leaf ? 0u : static_cast<std::uint32_t>(c.children.size() - 1);
-    };
+    const auto full = [&](std::uint32_t child) { return last_child(child); };
     const auto emit = [&](std::uint32_t lo2, std::uint32_t hi2, const Value& s) {
       PipeStage st = describe(info(node, lo2, hi2), s.replicas, s.entry.b, s.entry.k, s.entry.i);
       st.first_device = next_device;
@@ -463,6 +543,16 @@ class Search {
         const std::uint32_t child = n.children[lo];
         rebuild(child, 0, full(child), v.d1, series ? rest.entry : succ, out, next_device);
         rebuild(node, lo + 1, hi, d - v.d1, succ, out, next_device);
+        break;
+      }
+      case How::JoinTail: {  // the side first: its stages come before the join's
+        const Value tail = join_tail(node, v.split, v.d1, succ, v.tail_child);
+        rebuild(node, lo, v.split - 1, d - v.d1, join_target(node, v.split, v.d1, succ, v.tail_child), out,
+                next_device);
+        if (v.tail_child)
+          rebuild(n.children[v.split], 0, full(n.children[v.split]), v.d1, succ, out, next_device);
+        else
+          emit(v.split, hi, tail);
         break;
       }
     }
@@ -530,8 +620,7 @@ void link_stages(const PipeModel& m, PipePlan& p, bool chain) {
 
 // The in-flight samples of every stage from the final stage graph (Table 3.2 against each
 // successor, the largest), last stage first, and the memory that follows. The search used the
-// same rule along its decomposition; a branch that meets others inside a chain is only known
-// here.
+// same rule along its decomposition; this also covers a stage with successors in two places.
 void settle_in_flight(const PipeModel& m, const DeviceSpec& dev, PipePlan& p) {
   for (std::size_t x = p.stages.size(); x-- > 0;) {
     PipeStage& s = p.stages[x];
@@ -540,7 +629,7 @@ void settle_in_flight(const PipeModel& m, const DeviceSpec& dev, PipePlan& p) {
       const PipeStage& t = p.stages[y];
       i = std::max(i, kfkb_in_flight(s.k, s.micro_batch, t.k, t.micro_batch, t.in_flight));
     }
-    s.in_flight = std::max(s.in_flight, i);
+    s.in_flight = i;
     double params = 0, stash = 0;
     for (std::uint32_t l : s.layers) {
       params += m.layers[l].params;

@@ -50,6 +50,10 @@ struct SpNode {
   std::uint32_t layer = 0;                 // leaf
   std::vector<std::uint32_t> children;     // series, parallel
   std::vector<std::uint32_t> layers;       // every layer below, ascending
+  // parallel: its last child ends in the layers where all its children meet (a join, below),
+  // so the others send to a stage of that child
+  bool join = false;
+  std::uint32_t join_layer = 0;  // join: the first layer where they meet
 };
 struct SpTree {
   std::vector<SpNode> nodes;

@@ -129,44 +129,55 @@ void run_fixed(const PipePlan& p, Estimate& e, std::vector<std::vector<PipeOp>>&
     if (next[x] < order[x].size()) throw Error(deadlock(p, x, order[x][next[x]]));
 }
 
-// Greedy, in time order: the stage free first decides next.
+// Greedy, in time order: the stage free first decides next. A stage with nothing it can do and
+// nothing in sight (its inputs come from passes not placed yet) steps aside until another stage
+// places a pass; when every stage with work left has stepped aside, the orders deadlock.
 void run_greedy(const PipePlan& p, Estimate& e, std::vector<std::vector<PipeOp>>& order) {
   const std::size_t n = p.stages.size();
   std::vector<std::uint32_t> nf(n, 0), nb(n, 0), w(n);
   std::vector<double> free(n, 0);
+  std::vector<char> aside(n, 0);
   for (std::uint32_t x = 0; x < n; ++x) w[x] = warmup(p.stages[x], e.micro_batches(x));
   const auto remaining = [&](std::uint32_t x) { return nb[x] < e.micro_batches(x); };
+  const auto place = [&](std::uint32_t x, PipeOp op, double t) {
+    e.place(x, op, t);
+    order[x].push_back(op);
+    ++(op.backward ? nb : nf)[x];
+    free[x] = op.end_s;
+    std::fill(aside.begin(), aside.end(), 0);
+  };
   while (true) {
-    std::uint32_t x = ~0u;
-    for (std::uint32_t y = 0; y < n; ++y)
-      if (remaining(y) && (x == ~0u || free[y] < free[x])) x = y;
-    if (x == ~0u) break;
+    std::uint32_t x = ~0u, stuck = ~0u;
+    for (std::uint32_t y = 0; y < n; ++y) {
+      if (!remaining(y)) continue;
+      if (aside[y]) {
+        stuck = y;
+        continue;
+      }
+      if (x == ~0u || free[y] < free[x]) x = y;
+    }
+    if (x == ~0u) {
+      if (stuck == ~0u) break;  // all done
+      const PipeOp op{nb[stuck] < nf[stuck], nb[stuck] < nf[stuck] ? nb[stuck] : nf[stuck]};
+      throw Error(deadlock(p, stuck, op));
+    }
     const double t = free[x];
-    PipeOp bwd{true, nb[x]}, fwd{false, nf[x]};
+    const PipeOp bwd{true, nb[x]}, fwd{false, nf[x]};
     const double rb = nb[x] < nf[x] ? e.ready(x, bwd) : kUnknown;
     const double rf = nf[x] < e.micro_batches(x) && nf[x] - nb[x] < w[x] ? e.ready(x, fwd) : kUnknown;
     if (rb != kUnknown && rb <= t) {
-      e.place(x, bwd, t);
-      order[x].push_back(bwd);
-      ++nb[x];
-      free[x] = bwd.end_s;
-      continue;
+      place(x, bwd, t);
+    } else if (rf != kUnknown && rf <= t) {
+      place(x, fwd, t);
+    } else {  // nothing now: wait for the next thing that could change that
+      double next = kUnknown;
+      for (double c : {rb, rf, e.next_end_after(t)})
+        if (c != kUnknown && c > t && (next == kUnknown || c < next)) next = c;
+      if (next == kUnknown)
+        aside[x] = 1;
+      else
+        free[x] = next;
     }
-    if (rf != kUnknown && rf <= t) {
-      e.place(x, fwd, t);
-      order[x].push_back(fwd);
-      ++nf[x];
-      free[x] = fwd.end_s;
-      continue;
-    }
-    // nothing to do now: wait for the next thing that could change that
-    double next = kUnknown;
-    for (double c : {rb, rf, e.next_end_after(t)})
-      if (c != kUnknown && c > t && (next == kUnknown || c < next)) next = c;
-    for (std::uint32_t y = 0; y < n; ++y)
-      if (y != x && remaining(y) && free[y] > t && (next == kUnknown || free[y] < next)) next = free[y];
-    if (next == kUnknown) throw Error(deadlock(p, x, nb[x] < nf[x] ? bwd : fwd));
-    free[x] = next;
   }
 }
 

@@ -151,8 +151,7 @@ class Runner : public TransportListener {
         }
         case PipeStep::Wait:
           if (arrived_[s.message] == kNever) {
-            waiting_[s.message] = d;
-            ++pc_[d];  // resumes after the wait once the message is in
+            waiting_[s.message] = d;  // comes back to this step when the message is in
             return;
           }
           time_[d] = std::max(time_[d], arrived_[s.message]);

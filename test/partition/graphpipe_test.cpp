@@ -1,0 +1,235 @@
+// GraphPipe (compiler/partition/graphpipe, pipeline_schedule; docs/pipeline.md): Table 3.2, the
+// series-parallel decomposition, the roofline per layer, and a three-branch model whose graph
+// pipeline and sequential pipeline are worked out by hand, estimated and simulated.
+#include <catch2/catch.hpp>
+
+#include "compiler/lower/pipeline_lower.h"
+#include "compiler/partition/graphpipe.h"
+#include "compiler/partition/pipeline_schedule.h"
+#include "test/support.h"
+
+using namespace tessera;
+using namespace tessera::partition;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A layer of `flops` per sample that reads nothing from memory and hands on `out` bytes.
+PipeLayer layer(const std::string& name, std::vector<std::uint32_t> inputs, double flops, double out = 0,
+                double stash = 0, double params = 0) {
+  PipeLayer l;
+  l.name = name;
+  l.inputs = std::move(inputs);
+  l.flops = flops;
+  l.out_bytes = out;
+  l.stash_bytes = stash;
+  l.params = params;
+  return l;
+}
+
+// Three one-layer branches of 1e6 FLOPs per sample joined by a layer of none.
+PipeModel three_branches() {
+  PipeModel m;
+  m.name = "three";
+  m.layers = {layer("a", {}, 1e6), layer("b", {}, 1e6), layer("c", {}, 1e6), layer("join", {0, 1, 2}, 0)};
+  return m;
+}
+
+// Chips of 1000 FLOPs per cycle at 1 GHz, fully connected with fast links (transfers of the
+// tiny activations above cost a few cycles in the simulator and nothing in the estimate).
+Json npus(std::uint32_t n) {
+  Json c = test::collective_system(Json::array(
+      {{{"kind", "fully_connected"}, {"size", n}, {"link_bytes_per_cycle", 64}, {"link_latency_cycles", 1}}}));
+  c["system"]["npu"] = {{"sms", 1}, {"fp16_flops_per_cycle", 1000}, {"memory_bytes_per_cycle", 100}};
+  c["chip"]["offchip"]["capacity_bytes"] = 1 << 30;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("kFkB in-flight samples: Table 3.2 by hand", "[partition][graphpipe]") {
+  CHECK(kfkb_in_flight(1, 2, 1, 0, 0) == 2u);   // the last stage holds k b
+  CHECK(kfkb_in_flight(3, 2, 1, 0, 0) == 6u);
+  CHECK(kfkb_in_flight(1, 2, 1, 2, 4) == 6u);   // equal micro-batches, 1F1B: one more micro-batch
+  CHECK(kfkb_in_flight(1, 1, 1, 2, 0) == 2u);   // b_x <= k_x b_x < b_y <= k_y b_y: i_y + b_y
+  CHECK(kfkb_in_flight(2, 2, 1, 2, 2) == 6u);   // b_x <= b_y = k_y b_y < k_x b_x: i_y + k_x b_x
+  CHECK(kfkb_in_flight(1, 4, 1, 2, 2) == 8u);   // b_y <= k_y b_y < b_x <= k_x b_x: i_y + X - Y + b_x
+  CHECK(kfkb_in_flight(4, 1, 2, 1, 3) == 7u);   // b_x <= b_y < k_y b_y < k_x b_x: 3 + 4 - 2 + 2
+  CHECK(kfkb_in_flight(2, 1, 4, 1, 3) == 5u);   // max < k_x b_x < k_y b_y: i_y + 2 max
+  CHECK(kfkb_in_flight(2, 2, 2, 2, 3) == 7u);   // max < k_y b_y = k_x b_x: i_y + 2 max
+}
+
+TEST_CASE("series-parallel decomposition: branches in parallel, the join rides on the last; an N graph is linearised",
+          "[partition][graphpipe]") {
+  const SpTree t = sp_decompose(three_branches());
+  const SpNode& root = t.nodes[t.root];
+  REQUIRE(root.kind == SpNode::Parallel);
+  REQUIRE(root.children.size() == 3u);
+  CHECK(t.nodes[root.children[0]].layers == std::vector<std::uint32_t>{0});
+  CHECK(t.nodes[root.children[1]].layers == std::vector<std::uint32_t>{1});
+  const SpNode& last = t.nodes[root.children[2]];
+  CHECK(last.kind == SpNode::Series);
+  CHECK(last.layers == std::vector<std::uint32_t>{2, 3});
+  CHECK(t.linearised_parts == 0u);
+
+  // a -> c, a -> d, b -> d: two sources, two sinks, no series cut and one component
+  PipeModel n;
+  n.name = "n";
+  n.layers = {layer("a", {}, 1), layer("b", {}, 1), layer("c", {0}, 1), layer("d", {0, 1}, 1)};
+  const SpTree tn = sp_decompose(n);
+  CHECK(tn.linearised_parts == 1u);
+  CHECK(tn.nodes[tn.root].kind == SpNode::Series);
+  CHECK(tn.nodes[tn.root].children.size() == 4u);
+  // the chain view: every layer a child of one series, in order
+  const SpTree c = chain_tree(three_branches());
+  CHECK(c.nodes[c.root].kind == SpNode::Series);
+  CHECK(c.nodes[c.root].layers == std::vector<std::uint32_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("stage passes: a roofline per layer, backward twice, by hand", "[partition][graphpipe]") {
+  PipeModel m;
+  m.name = "two";
+  m.layers = {layer("x", {}, 1e9), layer("y", {0}, 1e6)};
+  m.layers[0].weight_read_bytes = 1e8;
+  m.layers[0].sample_bytes = 1e6;
+  m.layers[1].weight_read_bytes = 1e9;
+  DeviceSpec d;
+  d.flops_per_s = 1e12;
+  d.memory_bytes_per_s = 1e11;
+  // x, 4 samples: compute 4 ms, memory (1e8 + 4e6) / 1e11 = 1.04 ms; y: compute 4 us, memory 10 ms
+  CHECK(pass_seconds(m, {0}, 4, d, false) == Approx(4e-3));
+  CHECK(pass_seconds(m, {1}, 4, d, false) == Approx(1e-2));
+  CHECK(pass_seconds(m, {0, 1}, 4, d, false) == Approx(1.4e-2));
+  CHECK(pass_seconds(m, {0, 1}, 4, d, true) == Approx(2.8e-2));
+}
+
+TEST_CASE("three branches on three devices: GraphPipe depth 2 vs a chain of 3, 27 vs 30 passes of 1F1B by hand, "
+          "simulated",
+          "[partition][graphpipe]") {
+  const PipeModel m = three_branches();
+  const sim::Config cfg = test::config(npus(3));
+  const DeviceSpec dev = device_spec(cfg, 3);
+  PipeOptions o;
+  o.mini_batch = 8;
+  // A sample takes 1 us forward (1e6 FLOPs at 1e12 FLOP/s), 2 us backward.
+  o.planner = PipePlanner::GraphPipe;
+  const PipePlan g = plan_pipeline(m, dev, o);
+  o.planner = PipePlanner::Sequential;
+  const PipePlan s = plan_pipeline(m, dev, o);
+  for (const PipePlan* p : {&g, &s}) {
+    REQUIRE(p->stages.size() == 3u);
+    CHECK(p->tps_s == Approx(3e-6));  // the bottleneck: 3 us per sample on one device
+    CHECK(p->devices_used == 3u);
+    for (const PipeStage& st : p->stages) CHECK(st.micro_batch == 1u);  // the least in flight
+  }
+  // GraphPipe: a, b -> (c, join); the chain: a -> b -> (c, join)
+  CHECK(g.depth == 2u);
+  CHECK(s.depth == 3u);
+  CHECK(g.stages[0].in_flight == 2u);
+  CHECK(g.stages[1].in_flight == 2u);
+  CHECK(s.stages[0].in_flight == 3u);
+  CHECK(s.stages[1].in_flight == 2u);
+  CHECK(g.stages[2].layers == std::vector<std::uint32_t>{2, 3});
+  CHECK(g.stages[2].preds == std::vector<std::uint32_t>{0, 1});
+
+  // 1F1B with equal stages, free transfers: (micro-batches + depth - 1) x (F + B) =
+  // (8 + 1) x 3 us and (8 + 2) x 3 us
+  const PipeSchedule gs = schedule_pipeline(g, dev, MicroSchedule::KFKB);
+  const PipeSchedule ss = schedule_pipeline(s, dev, MicroSchedule::KFKB);
+  CHECK(gs.iteration_s == Approx(27e-6));
+  CHECK(ss.iteration_s == Approx(30e-6));
+  // the first stage of the chain: three warm-up forwards, then one backward and one forward in turn
+  REQUIRE(ss.order[0].size() == 16u);
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(ss.order[0][i].backward);
+  CHECK(ss.order[0][3].backward);
+  CHECK_FALSE(ss.order[0][4].backward);
+  CHECK(gs.peak_in_flight[0] == 2u);
+  CHECK(ss.peak_in_flight[0] == 3u);
+  // greedy (backwards first) on this plan is 1F1B
+  CHECK(schedule_pipeline(g, dev, MicroSchedule::Greedy).iteration_s == Approx(27e-6));
+
+  // On the simulator: 27,000 and 30,000 cycles plus the messages on the critical path (27,021 and 30,024 measured)
+  const sim::PipelineResult gr = sim::run_pipeline(cfg, lower::lower_pipeline(m, g, gs));
+  const sim::PipelineResult sr = sim::run_pipeline(cfg, lower::lower_pipeline(m, s, ss));
+  INFO("simulated " << gr.cycles << " and " << sr.cycles);
+  CHECK(gr.cycles >= 27000u);
+  CHECK(gr.cycles <= 27100u);  // 1-byte messages over links of latency 1: a few cycles each
+  CHECK(sr.cycles >= 30000u);
+  CHECK(sr.cycles <= 30100u);
+  CHECK(gr.busy_cycles == std::vector<Cycles>{24000, 24000, 24000});  // 8 x (1000 + 2000) each
+}
+
+TEST_CASE("kFkB with k = 2 on the last stage: two backwards, two forwards", "[partition][graphpipe]") {
+  const PipeModel m = three_branches();
+  const DeviceSpec dev = device_spec(test::config(npus(3)), 3);
+  PipeOptions o;
+  o.mini_batch = 8;
+  o.ks = {2};
+  const PipePlan g = plan_pipeline(m, dev, o);
+  REQUIRE(g.stages.size() == 3u);
+  CHECK(g.stages[2].in_flight == 2u);  // the last stage holds k b
+  CHECK(g.stages[0].in_flight == 4u);  // k_x b_x = k_y b_y = 2 > max b: i_y + 2 max = 2 + 2
+  const PipeSchedule s = schedule_pipeline(g, dev, MicroSchedule::KFKB);
+  const auto& last = s.order[2];
+  const std::vector<bool> kinds = {false, false, true, true, false, false, true, true};
+  for (std::size_t i = 0; i < kinds.size(); ++i) CHECK(last[i].backward == kinds[i]);
+}
+
+TEST_CASE("memory: parameter state and in-flight activations decide the micro-batch; too much is a named error",
+          "[partition][graphpipe][bad-input]") {
+  PipeModel m = three_branches();
+  m.layers[0].stash_bytes = 1000;  // per sample
+  m.layers[0].params = 1e6;        // 16 B per parameter: 16 MB on its stage
+  Json c = npus(3);
+  c["chip"]["offchip"]["capacity_bytes"] = 16000000 + 1500;
+  const sim::Config cfg = test::config(c);
+  const DeviceSpec dev = device_spec(cfg, 3);
+  PipeOptions o;
+  o.mini_batch = 8;
+  // a in a stage that sends to the join holds at least 2 samples of its own (2000 B): too much.
+  // Every layer in one stage (it is last: k b in flight) on 2 replicas with micro-batches of 2
+  // holds 2 samples over 2 devices, 1000 B each: 4.5 us per sample, the best that fits.
+  const PipePlan g = plan_pipeline(m, dev, o);
+  REQUIRE(g.stages.size() == 1u);
+  CHECK(g.stages[0].replicas == 2u);
+  CHECK(g.stages[0].micro_batch == 2u);
+  CHECK(g.stages[0].in_flight == 2u);
+  CHECK(g.stages[0].memory_bytes == Approx(16001000));
+  CHECK(g.tps_s == Approx(4.5e-6 + 2 * 0.5 * 1e6 * 2 / dev.link_bytes_per_s / 8));  // plus the all-reduce per sample
+  const PipeSchedule s = schedule_pipeline(g, dev, MicroSchedule::KFKB);
+  const sim::PipelineResult r = sim::run_pipeline(cfg, lower::lower_pipeline(m, g, s));
+  CHECK(r.peak_memory_bytes == std::vector<Bytes>{16001000, 16001000});
+  // the same plan on a device with 999 B less fails in the simulator, named
+  c["chip"]["offchip"]["capacity_bytes"] = 16000000 + 999;
+  CHECK_THROWS_WITH(sim::run_pipeline(test::config(c), lower::lower_pipeline(m, g, s)),
+                    Contains("chip 0 holds 16001000 B at step"));
+
+  m.layers[0].params = 1e9;  // 16 GB of state on any device
+  CHECK_THROWS_WITH(plan_pipeline(m, dev, o), Contains("no plan of three fits 3 devices"));
+  o.mini_batch = 6;
+  CHECK_THROWS_WITH(plan_pipeline(three_branches(), dev, o), Contains("must be powers of two"));
+  CHECK_THROWS_WITH(device_spec(cfg, 4), Contains("has 3 chips"));
+  Json no_npu = npus(3);
+  no_npu["system"].erase("npu");
+  CHECK_THROWS_WITH(device_spec(test::config(no_npu), 3), Contains("has no system.npu"));
+  CHECK_THROWS_WITH(pipe_model_by_name("resnet"), Contains("expected one of mmt, candle-uno, dlrm, two-branch"));
+  CHECK_THROWS_WITH(parse_micro_schedule("zb"), Contains("expected 1f1b, kfkb or greedy"));
+  PipeModel bad = three_branches();
+  bad.layers[1].inputs = {3};
+  CHECK_THROWS_WITH(plan_pipeline(bad, dev, o), Contains("layer 1 (b): input 3 is not an earlier layer"));
+}
+
+TEST_CASE("built-in models: MMT 4 x 8 transformer layers by the formulas, GraphPipe shallower than the chain",
+          "[partition][graphpipe]") {
+  const PipeModel m = mmt_model();
+  REQUIRE(m.layers.size() == 34u);  // 32 layers, concat, fuse
+  // a layer: 2 s (4h^2 + 2hf) + 4 s^2 h = 2·256·(4·2^20 + 2·2^22) + 4·2^16·2^10 FLOPs
+  CHECK(m.layers[0].flops == Approx(2.0 * 256 * (4.0 * 1048576 + 2.0 * 4194304) + 4.0 * 65536 * 1024));
+  CHECK(m.layers[0].params == Approx(4.0 * 1048576 + 2.0 * 4194304));
+  CHECK(m.layers[0].stash_bytes == Approx(256.0 * 1024 * 34 + 5.0 * 16 * 65536));
+  const PipeModel c = candle_uno_model();
+  CHECK(c.layers.size() == 7u * 4 + 4);
+  const PipeModel d = dlrm_model();
+  CHECK(d.layers.size() == 7u * 4 + 7 + 5);
+  CHECK(d.layers[28].params == Approx(64e6));  // a 1M x 64 table
+}
