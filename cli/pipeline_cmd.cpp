@@ -147,8 +147,10 @@ int pipeline_cmd(const PipelineArgs& a) {
   std::vector<PipePlanner> planners;
   if (a.planner == "both")
     planners = {PipePlanner::GraphPipe, PipePlanner::Sequential};
-  else
+  else if (a.planner == "graphpipe" || a.planner == "sequential")
     planners = {partition::parse_pipe_planner(a.planner)};
+  else
+    throw Error(fmt::format("--planner '{}': expected graphpipe, sequential or both", a.planner));
   if (!a.trace.empty() && a.estimate_only) throw Error("--trace needs the simulator: drop --estimate-only");
 
   fmt::print("model {}: {} layers, {:.1f} GFLOP forward per sample, {:.1f} M parameters; {} devices of {}; "

@@ -225,6 +225,22 @@ check "plan-parallel: unknown model" "[ $? -eq 1 ] && grep -q \"unknown model 'g
 check "plan-parallel: hidden not a multiple of heads" "[ $? -eq 1 ] && grep -q 'hidden must be a multiple of heads' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/ipu-mk2.json" --model gpt3-1t >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: a model that fits nowhere says why" "[ $? -eq 1 ] && grep -q 'no mapping of gpt3-1t fits ipu-mk2' $tmp/err"
+
+# tessera plan-pipeline (docs/pipeline.md): GraphPipe vs the sequential pipeline, simulated.
+"$tessera" plan-pipeline --config "$src/configs/summit-32.json" --model dlrm --devices 4 --out "$tmp/gp.json" --trace "$tmp/gpt.json" >"$tmp/out" 2>&1
+check "plan-pipeline: DLRM on 4 devices, both planners simulated, a trace" "[ $? -eq 0 ] && grep -q 'graphpipe vs sequential' $tmp/out && grep -q '\"simulated_throughput\"' $tmp/gp.json && grep -q 'S0 F0' $tmp/gpt.json"
+"$tessera" plan-pipeline --config "$src/configs/summit-32.json" --model resnet >"$tmp/out" 2>"$tmp/err"
+check "plan-pipeline: unknown model" "[ $? -eq 1 ] && grep -q \"unknown pipeline model 'resnet'\" $tmp/err"
+"$tessera" plan-pipeline --config "$src/configs/summit-32.json" --batch 100 >"$tmp/out" 2>"$tmp/err"
+check "plan-pipeline: a mini-batch that is not a power of two" "[ $? -eq 1 ] && grep -q 'must be powers of two' $tmp/err"
+"$tessera" plan-pipeline --config "$src/configs/summit-32.json" --devices 64 >"$tmp/out" 2>"$tmp/err"
+check "plan-pipeline: more devices than chips" "[ $? -eq 1 ] && grep -q 'has 32 chips' $tmp/err"
+"$tessera" plan-pipeline --config "$src/configs/ipu-mk2.json" >"$tmp/out" 2>"$tmp/err"
+check "plan-pipeline: a config without NPUs" "[ $? -eq 1 ] && grep -q 'has no system.npu' $tmp/err"
+"$tessera" plan-pipeline --config "$src/configs/summit-32.json" --schedule zb >"$tmp/out" 2>"$tmp/err"
+check "plan-pipeline: unknown schedule" "[ $? -eq 1 ] && grep -q 'expected 1f1b, kfkb or greedy' $tmp/err"
+"$tessera" plan-pipeline --config "$src/configs/summit-32.json" --planner pipedream >"$tmp/out" 2>"$tmp/err"
+check "plan-pipeline: unknown planner" "[ $? -eq 1 ] && grep -q 'expected graphpipe, sequential or both' $tmp/err"
 # --planner collage (docs/compiler.md, "Collage"): per operator T10 or VGM; says how many ran VGM.
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" --planner collage --functional --quiet \
   --out "$tmp/col.json" >"$tmp/out" 2>&1

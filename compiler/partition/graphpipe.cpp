@@ -1,11 +1,14 @@
 #include "compiler/partition/graphpipe.h"
 
+#include "compiler/partition/pipeline_schedule.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "sim/common/error.h"
@@ -260,8 +263,10 @@ class Search {
 
   // The least in-flight samples at the model's entry with every stage at most `tps` per sample,
   // or kInf.
-  std::uint64_t probe(double tps) {
+  // ... with every data-parallel stage's gradient all-reduce at most `allreduce_cap` seconds.
+  std::uint64_t probe(double tps, double allreduce_cap) {
     tps_ = tps;
+    cap_ = allreduce_cap;
     memo_.clear();
     const SpNode& root = t_.nodes[t_.root];
     const std::uint32_t hi = root.kind == SpNode::Leaf ? 0 : static_cast<std::uint32_t>(root.children.size() - 1);
@@ -348,7 +353,7 @@ class Search {
     const double compute = it->second / double(b);
     // activations in and gradients out (and the reverse) share each replica's link both ways
     const double network = r.boundary_bytes / (replicas * dev_.link_bytes_per_s);
-    return std::max(compute, network) + allreduce_s(r, replicas) / double(o_.mini_batch);
+    return std::max(compute, network);
   }
 
   double memory(const RangeInfo& r, std::uint32_t replicas, std::uint64_t in_flight) const {
@@ -363,7 +368,7 @@ class Search {
       for (std::uint64_t b : batches_) {
         if (b < rep) continue;
         const double tps = stage_tps(r, rep, b);
-        if (tps > tps_) continue;
+        if (tps > tps_ || allreduce_s(r, rep) > cap_) continue;
         for (std::uint32_t k : o_.ks) {
           if (b * k > o_.mini_batch) continue;
           const std::uint64_t i = succ.b ? kfkb_in_flight(k, b, succ.k, succ.b, succ.i) : k * b;
@@ -568,7 +573,7 @@ class Search {
   std::vector<std::vector<std::uint32_t>> consumers_;
   std::unordered_map<std::uint64_t, RangeInfo> ranges_;
   std::unordered_map<Key, Value, KeyHash> memo_;
-  double tps_ = 0;
+  double tps_ = 0, cap_ = 0;
   std::uint64_t states_ = 0;
 };
 
@@ -741,45 +746,74 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
   if (dev.devices == 0 || dev.devices > 1024) throw Error("pipeline planner: devices must be 1 to 1024");
   const SpTree tree = o.planner == PipePlanner::GraphPipe ? sp_decompose(m) : chain_tree(m);
   Search search(m, tree, dev, o);
-  PipePlan plan;
-  plan.model = m.name;
-  plan.planner = o.planner;
-  plan.mini_batch = o.mini_batch;
-  plan.linearised_parts = tree.linearised_parts;
-  // An upper end: the whole model on one device, one sample at a time, then widened until the
-  // search finds a plan (or the memory rules every plan out).
+  // A stage's gradient all-reduce runs after its last backward pass, at the end of the
+  // iteration, so it adds to the bottleneck rather than sharing its time: the iteration is
+  // about B x (bottleneck time per sample) + (the longest all-reduce). The search bisects the
+  // time per sample with no cap on the all-reduce, then again with the cap just below the
+  // longest all-reduce of the plan it found (and at most half the cap before), and so on (the
+  // trade-off's frontier, at most kFrontier plans), and keeps the plan whose 1F1B schedule is
+  // estimated fastest.
+  constexpr int kFrontier = 12;
   std::vector<std::uint32_t> all(m.layers.size());
   std::iota(all.begin(), all.end(), 0u);
-  double hi = pass_seconds(m, all, 1, dev, false) + pass_seconds(m, all, 1, dev, true) + 1e-12;
-  int widen = 0;
-  while (search.probe(hi) == kInf) {
-    ++plan.binary_search_probes;
-    if (++widen > 40)
-      throw Error(fmt::format("pipeline planner: no plan of {} fits {} devices of {:.3g} GB: a stage's parameter "
-                              "state ({} B per parameter) and activations do not fit",
-                              m.name, dev.devices, dev.capacity_bytes / 1e9, m.state_bytes_per_param));
-    hi *= 2;
+  const double start = pass_seconds(m, all, 1, dev, false) + pass_seconds(m, all, 1, dev, true) + 1e-12;
+  std::optional<PipePlan> best;
+  double best_s = 0;
+  std::uint32_t probes = 0;
+  double cap = std::numeric_limits<double>::infinity();
+  for (int round = 0; round < kFrontier && cap >= 0; ++round) {
+    // an upper end widened until the search finds a plan (or gives up: memory rules every plan out)
+    double hi = start;
+    int widen = 0;
+    bool found = true;
+    while (search.probe(hi, cap) == kInf) {
+      ++probes;
+      if (++widen > 40) {
+        found = false;
+        break;
+      }
+      hi *= 2;
+    }
+    ++probes;
+    if (!found) break;  // a tighter cap will not fit either
+    double lo = 0;
+    while (hi - lo > o.tolerance * hi) {
+      const double mid = (lo + hi) / 2;
+      ++probes;
+      if (search.probe(mid, cap) == kInf)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    search.probe(hi, cap);
+    PipePlan plan;
+    plan.model = m.name;
+    plan.planner = o.planner;
+    plan.mini_batch = o.mini_batch;
+    plan.linearised_parts = tree.linearised_parts;
+    plan.stages = search.stages();
+    for (const PipeStage& s : plan.stages) {
+      plan.devices_used += s.replicas;
+      plan.tps_s = std::max(plan.tps_s, s.tps_s);
+    }
+    link_stages(m, plan, o.planner == PipePlanner::Sequential);
+    settle_in_flight(m, dev, plan);
+    const double t = schedule_pipeline(plan, dev, MicroSchedule::KFKB).iteration_s;
+    double longest = 0;
+    for (const PipeStage& st : plan.stages) longest = std::max(longest, st.allreduce_s);
+    cap = longest > 0 ? std::min(longest * (1 - 1e-9), cap / 2) : -1;  // at least halving: the walk ends
+    if (!best || t < best_s) {
+      best = std::move(plan);
+      best_s = t;
+    }
   }
-  ++plan.binary_search_probes;
-  double lo = 0;
-  while (hi - lo > o.tolerance * hi) {
-    const double mid = (lo + hi) / 2;
-    ++plan.binary_search_probes;
-    if (search.probe(mid) == kInf)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  search.probe(hi);
-  plan.stages = search.stages();
-  plan.dp_states = search.states();
-  for (const PipeStage& s : plan.stages) {
-    plan.devices_used += s.replicas;
-    plan.tps_s = std::max(plan.tps_s, s.tps_s);
-  }
-  link_stages(m, plan, o.planner == PipePlanner::Sequential);
-  settle_in_flight(m, dev, plan);
-  return plan;
+  if (!best)
+    throw Error(fmt::format("pipeline planner: no plan of {} fits {} devices of {:.3g} GB: a stage's parameter "
+                            "state ({} B per parameter) and activations do not fit",
+                            m.name, dev.devices, dev.capacity_bytes / 1e9, m.state_bytes_per_param));
+  best->binary_search_probes = probes;
+  best->dp_states = search.states();
+  return *best;
 }
 
 }  // namespace tessera::partition
