@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/compile_cmd.h"
+#include "compiler/lower/mapping_lower.h"
 #include "sim/common/error.h"
 #include "sim/results/trace.h"
 
@@ -152,7 +153,35 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--top", a.top, "mappings to print")->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON: every mapping with its partitions");
   cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the best mapping's iteration, a track per pipeline stage");
+  cmd->add_flag("--simulate", a.simulate, "run the best mapping on the simulator (inference; needs system.npu and "
+                                          "system.afi): its partitions on NPUs, TP all-reduces and PP hand-offs "
+                                          "over the packet network");
+  cmd->add_option("--sim-micro-batches", a.sim_micro_batches, "micro-batches through the pipeline with --simulate")
+      ->capture_default_str();
 }
+
+namespace {
+
+// The best mapping on the simulator, against the model's (micro-batches + PP - 1) intervals.
+Json simulate_mapping(const partition::LlmSpec& llm, const partition::SystemSpec& sys, const sim::Config& cfg,
+                      const partition::Evaluation& e, std::uint64_t micro_batches) {
+  const sim::PipelineProgram prog = lower::lower_mapping(llm, sys, e, micro_batches);
+  const sim::PipelineResult r = sim::run_pipeline(cfg, prog);
+  const double sim_s = double(r.cycles) / (cfg.clock_ghz * 1e9);
+  const double model_s = lower::mapping_model_seconds(e, micro_batches);
+  Cycles busy = 0;
+  for (Cycles b : r.busy_cycles) busy = std::max(busy, b);
+  fmt::print("simulated {}: {} micro-batches in {:.3f} ms (the model: {:.3f} ms, (micro-batches + PP - 1) x "
+             "interval); simulated / model {:.3f}; busiest chip computing {:.3f} ms; {} messages, {:.1f} MB\n",
+             describe(e), micro_batches, sim_s * 1e3, model_s * 1e3, sim_s / model_s,
+             double(busy) / (cfg.clock_ghz * 1e9) * 1e3, r.messages, double(r.message_bytes) / 1e6);
+  return {{"micro_batches", micro_batches}, {"cycles", r.cycles}, {"seconds", sim_s}, {"model_seconds", model_s},
+          {"simulated_over_model", sim_s / model_s}, {"busy_cycles", r.busy_cycles}, {"messages", r.messages},
+          {"message_bytes", r.message_bytes}};
+}
+
+}  // namespace
+
 
 int parallel_cmd(ParallelArgs a) {
   const auto it = presets().find(a.model);
@@ -168,7 +197,9 @@ int parallel_cmd(ParallelArgs a) {
   if (llm.global_batch && !llm.training) throw Error("--global-batch is the sequences of a training iteration: add --training");
   if (a.fusion != "search" && a.fusion != "fused" && a.fusion != "kernel-by-kernel")
     throw Error(fmt::format("--fusion: '{}' (expected search, fused or kernel-by-kernel)", a.fusion));
-  const partition::SystemSpec sys = partition::system_spec(sim::load_config(a.config));
+  const sim::Config cfg = sim::load_config(a.config);
+  const partition::SystemSpec sys = partition::system_spec(cfg);
+  if (a.simulate && llm.training) throw Error("--simulate runs inference mappings only (drop --training)");
   const std::vector<partition::Kernel> layer = partition::gpt_layer(llm);
   std::vector<partition::Evaluation> all;
   if (!a.mapping.empty() || !a.partitions.empty()) {
@@ -202,9 +233,11 @@ int parallel_cmd(ParallelArgs a) {
     else
       fmt::print("  {:<40} does not fit: {}\n", describe(e), e.why);
   }
+  Json simulated;
   if (!all.empty() && all.front().feasible) {
     print_partitions(all.front(), layer);
     if (!a.trace.empty()) write_trace(all.front(), a.trace);
+    if (a.simulate) simulated = simulate_mapping(llm, sys, cfg, all.front(), a.sim_micro_batches);
   }
   if (!a.out.empty()) {
     Json maps = Json::array();
@@ -214,7 +247,8 @@ int parallel_cmd(ParallelArgs a) {
                                   {"training", llm.training}, {"global_batch", llm.global_batch}}},
                        {"system", {{"name", sys.name}, {"chips", sys.chips()}, {"peak_flops", sys.peak_flops},
                                    {"sram_bytes", sys.sram_bytes}, {"dram_bytes_per_s", sys.dram_bytes_per_s}}},
-                       {"mappings", maps}});
+                       {"mappings", maps},
+                       {"simulated", simulated}});
   }
   if (all.empty() || !all.front().feasible)
     throw Error(fmt::format("no mapping of {} fits {}{}", llm.name, sys.name,

@@ -18,6 +18,10 @@ Writes results.json, tables.md and (with python3-matplotlib) heatmap.png under -
   training    issue 17's two published-value cases on A100-like systems: GPT-3 XL (1.3B) on 4
               GPUs with TP4, and a 60-layer, hidden-10240 model on 1024 GPUs kernel by kernel
               (which mapping the search chooses; with the DRAM capacity check and without it)
+  simulated   whole mappings on the simulator (`plan-parallel --simulate`, inference): GPT-3 XL
+              TP4 on the A100 switch, GPT-3 175B on the SN10 ring and torus (their best
+              mappings), against the model's (micro-batches + PP - 1) intervals
+              (--simulated-only: just this part)
 
   scripts/reproduce_dfmodel.py [--tessera build/cli/tessera] [--out results/dfmodel]
 """
@@ -283,19 +287,55 @@ def heatmap(sweep, path):
     fig.savefig(path, dpi=120)
 
 
+SIMULATED = [("a100-switch-4", "gpt3-1.3b", ["--mapping", "TP", "--fusion", "fused"], 4),
+             ("sn10-ring-8", "gpt3-175b", [], 2),
+             ("sn10-torus-4x2", "gpt3-175b", [], 4)]
+
+
+def simulated(args):
+    rows = []
+    for config, model, extra, mbs in SIMULATED:
+        r = plan(args.tessera, os.path.join(ROOT, "configs", config + ".json"), "--simulate", "--sim-micro-batches",
+                 str(mbs), *extra, model=model)
+        m = r["mappings"][0]
+        net = sum(p["network_s"] for p in m["partitions"])
+        comp = sum(max(p["compute_s"], p["memory_s"]) for p in m["partitions"])
+        rows.append({"config": config, "model": model, "mapping": short(m), "execution": m["execution"],
+                     "micro_batches": mbs, "model_s": r["simulated"]["model_seconds"],
+                     "simulated_s": r["simulated"]["seconds"], "ratio": r["simulated"]["simulated_over_model"],
+                     "layer_compute_s": comp, "layer_network_s": net, "layer_s": m["layer_s"]})
+    return rows
+
+
+def simulated_table(rows):
+    md = ["| system | model | mapping | micro-batches | model ms | simulated ms | simulated / model | "
+          "a layer: max(compute, DRAM) + network vs the model's max of the three |", "|---|---|---|---|---|---|---|---|"]
+    for x in rows:
+        md.append(f"| {x['config']} | {x['model']} | {x['mapping']} {x['execution']} | {x['micro_batches']} | "
+                  f"{x['model_s'] * 1e3:.1f} | {x['simulated_s'] * 1e3:.1f} | **{x['ratio']:.2f}x** | "
+                  f"{(x['layer_compute_s'] + x['layer_network_s']) / x['layer_s']:.2f}x |")
+    return "\n".join(md) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "cli", "tessera"))
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "dfmodel"))
+    ap.add_argument("--simulated-only", action="store_true", help="only the mappings on the simulator")
     args = ap.parse_args()
     if not os.access(args.tessera, os.X_OK):
         sys.exit(f"reproduce_dfmodel: {args.tessera} is not an executable; build first (scripts/build.sh)")
     os.makedirs(args.out, exist_ok=True)
+    sim = simulated(args)
+    if args.simulated_only:
+        json.dump({"simulated": sim}, open(os.path.join(args.out, "simulated.json"), "w"), indent=1)
+        print(simulated_table(sim))
+        return
     case, sweep, train, net = case_study(args), memory_sweep(args), training(args), network(args)
     kern = kernels(args)
-    json.dump({"case_study": case, "memory_sweep": sweep, "training": train, "network": net, "kernels": kern},
-              open(os.path.join(args.out, "results.json"), "w"), indent=1)
-    md = tables(case, sweep, train, net, kern)
+    json.dump({"case_study": case, "memory_sweep": sweep, "training": train, "network": net, "kernels": kern,
+               "simulated": sim}, open(os.path.join(args.out, "results.json"), "w"), indent=1)
+    md = tables(case, sweep, train, net, kern) + "\n" + simulated_table(sim)
     open(os.path.join(args.out, "tables.md"), "w").write(md)
     print(md)
     heatmap(sweep, os.path.join(args.out, "heatmap.png"))

@@ -80,9 +80,14 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
       p.sram_bytes += 2 * s.out_bytes * c.tile;
     }
     p.sram_bytes += static_cast<double>(depth) * s.out_bytes * c.tile;
-    if (s.allreduce) p.network_s += allreduce_seconds(c.sys, c.tp_dims, s.out_bytes);
+    if (s.allreduce) {
+      p.network_s += allreduce_seconds(c.sys, c.tp_dims, s.out_bytes);
+      p.allreduce_bytes.push_back(s.out_bytes);
+    }
   }
   p.sram_bytes += weights * std::min(1.0, 2.0 / c.weight_tiles);  // two chunks of them at a time
+  p.flops = flops;
+  p.dram_bytes = dram + weights;
   p.compute_s = flops / c.sys.peak_flops;  // tiles shared in proportion to FLOPs: all finish together
   p.memory_s = (dram + weights) / c.sys.dram_bytes_per_s;
   p.backward_compute_s = 2 * p.compute_s;

@@ -85,6 +85,10 @@ struct PartitionCost {
   std::size_t first = 0, last = 0;  // kernels [first, last] of the layer
   double compute_s = 0, memory_s = 0, network_s = 0;
   double sram_bytes = 0;  // what it needs on the chip
+  // per chip: FLOPs, DRAM bytes (reads, writes, weights), and the output of each row-sharded
+  // kernel, all-reduced over the TP group (what compute_s, memory_s and network_s price)
+  double flops = 0, dram_bytes = 0;
+  std::vector<double> allreduce_bytes;
   double seconds() const;
   // Training: the same kernels backward, as one partition: twice the FLOPs, twice the DRAM
   // traffic plus the weight gradients written, and the all-reduces of the input gradients of

@@ -3,8 +3,10 @@
 // every time is a small number of seconds worked out in the comments.
 #include <catch2/catch.hpp>
 
+#include "compiler/lower/mapping_lower.h"
 #include "compiler/partition/dfmodel.h"
 #include "sim/common/error.h"
+#include "test/support.h"
 
 using namespace tessera;
 using partition::Strategy;
@@ -209,4 +211,48 @@ TEST_CASE("the 1F1B timeline: equal stages match the closed form, hand-offs add 
   const partition::Evaluation slow = partition::evaluate(s, chip({{sim::DimensionKind::Ring, 2, 16}}), m);
   REQUIRE(slow.p2p_s == Approx(4));
   CHECK(end_of(slow) == Approx(1628.5));
+}
+
+TEST_CASE("a mapping on the simulator: PP hand-offs and TP all-reduces as messages, by hand", "[parallel][sim]") {
+  // Two NPUs of 1024 FLOPs and 8 bytes per cycle (the test chip's 8 cores of 64 MACs and its
+  // DRAM channel) on a ring of 2: links of 16 B/cycle, latency 100.
+  Json c = test::collective_system(Json::array(
+      {{{"kind", "ring"}, {"size", 2}, {"link_bytes_per_cycle", 16}, {"link_latency_cycles", 100}}}));
+  c["system"]["npu"] = {{"sms", 8}, {"fp16_flops_per_cycle", 1024}, {"memory_bytes_per_cycle", 8}};
+  const sim::Config cfg = test::config(c);
+  const partition::SystemSpec sys = partition::system_spec(cfg);
+  partition::Mapping m;
+  m.dims = {Strategy::PP};
+  m.fused = false;
+  const partition::Evaluation e = partition::evaluate(toy(2), sys, m);
+  REQUIRE(e.feasible);
+  REQUIRE(e.pp == 2u);
+  // a layer on a chip: every kernel alone, the longer of FLOPs / 1024 and bytes / 8, rounded up
+  Cycles layer = 0;
+  for (const partition::PartitionCost& p : e.partitions)
+    layer += static_cast<Cycles>(std::ceil(std::max(p.flops / 1024, p.dram_bytes / 8)));
+  // By hand, DRAM-bound everywhere (bytes / 8): Q, K, V, Proj read 64 + write 64 + weights 128
+  // = 32 cycles each; MHA1, MHA2, Add, Add2 read 128 and write 64: 24; Softmax 16; FFN0 reads 64,
+  // writes 256 and has 512 of weights: 104, FFN1 the same: 448.
+  CHECK(layer == 448u);
+  const sim::PipelineProgram prog = lower::lower_mapping(toy(2), sys, e, 4);
+  REQUIRE(prog.messages.size() == 4u);  // a hand-off per micro-batch, 64 B (4 tokens x 8 x 2 B)
+  CHECK(prog.messages[0].bytes == 64u);
+  const sim::PipelineResult r = sim::run_pipeline(cfg, prog);
+  // stage 1 takes micro-batch j when stage 0 is done with it and the 64 B have crossed (4
+  // cycles on the link, 100 of latency): (4 + 1) layers + the last hand-off
+  CHECK(r.cycles >= 5 * layer + 4 + 100);
+  CHECK(r.cycles <= 5 * layer + 4 + 100 + 16);
+  CHECK(r.busy_cycles == std::vector<Cycles>{4 * layer, 4 * layer});
+
+  // TP over the 2: each row-sharded kernel's output all-reduced in two rings of one step out and
+  // one back each way: 2 all-reduces x 2 rings x 2 steps x 2 chips messages per micro-batch
+  m.dims = {Strategy::TP};
+  const partition::Evaluation t = partition::evaluate(toy(2), sys, m);
+  REQUIRE(t.tp == 2u);
+  const sim::PipelineProgram tp = lower::lower_mapping(toy(2), sys, t, 1);
+  CHECK(tp.messages.size() == 2u * 2 * 2 * 2 * 2);  // and two layers
+  CHECK(tp.messages[0].bytes == 16u);               // 64 B of output / 2 rings / 2 chips
+  CHECK(sim::run_pipeline(cfg, tp).cycles > 0u);
+  CHECK_THROWS_WITH(lower::lower_mapping(toy(2), sys, t, 0), Catch::Matchers::Contains("expected 1 to 4096"));
 }

@@ -1,0 +1,25 @@
+#pragma once
+// A DFModel-style mapping (compiler/partition/dfmodel, docs/parallel.md) as a program for the
+// simulator's pipeline runner (sim/pipeline): inference, `micro_batches` micro-batches through
+// the pipeline. Every chip (TP index t, PP stage s, DP replica r, from the mapping's strategy per
+// topology dimension) runs, per micro-batch: wait for the stage before it (its TP peer's share
+// of the layer output), then for each of its stage's layers and each partition a compute step
+// (the partition's FLOPs and DRAM bytes on one chip: the NPU prices it as the longer of the two,
+// the model's max(compute, DRAM)) followed by a ring all-reduce of each row-sharded kernel's
+// output over the TP group (2 (TP - 1) messages of 1/TP of it per chip, after the compute: the
+// model overlaps them); then it sends its share of the output to the next stage. Chips hold
+// their stage's weights throughout.
+#include "compiler/partition/dfmodel.h"
+#include "sim/pipeline/pipeline.h"
+
+namespace tessera::lower {
+
+// Throws Error for a training or infeasible evaluation, or a system whose dimensions differ
+// from the mapping's.
+sim::PipelineProgram lower_mapping(const partition::LlmSpec& llm, const partition::SystemSpec& sys,
+                                   const partition::Evaluation& e, std::uint64_t micro_batches);
+
+// What the model says the same run takes: (micro-batches + PP - 1) intervals.
+double mapping_model_seconds(const partition::Evaluation& e, std::uint64_t micro_batches);
+
+}  // namespace tessera::lower
