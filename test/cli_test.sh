@@ -245,6 +245,8 @@ check "plan-pipeline: a config without NPUs" "[ $? -eq 1 ] && grep -q 'has no sy
 check "plan-pipeline: unknown schedule" "[ $? -eq 1 ] && grep -q 'expected 1f1b, kfkb or greedy' $tmp/err"
 "$tessera" plan-pipeline --config "$src/configs/summit-32.json" --planner pipedream >"$tmp/out" 2>"$tmp/err"
 check "plan-pipeline: unknown planner" "[ $? -eq 1 ] && grep -q 'expected graphpipe, sequential or both' $tmp/err"
+"$tessera" plan-pipeline --config "$src/configs/ace-torus-1024.json" --devices 1024 >"$tmp/out" 2>"$tmp/err"
+check "plan-pipeline: more devices than the search handles is an error, not a hang" "[ $? -eq 1 ] && grep -q 'expected 1 to 128' $tmp/err"
 # --planner collage (docs/compiler.md, "Collage"): per operator T10 or VGM; says how many ran VGM.
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" --planner collage --functional --quiet \
   --out "$tmp/col.json" >"$tmp/out" 2>&1

@@ -741,9 +741,16 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
   if (!power_of_two(o.mini_batch) || !power_of_two(o.min_micro_batch) || o.min_micro_batch > o.mini_batch)
     throw Error(fmt::format("pipeline planner: mini-batch {} and smallest micro-batch {} must be powers of two, "
                             "the micro-batch no larger", o.mini_batch, o.min_micro_batch));
+  // every micro-batch is a pass per stage in the schedule and messages in the program
+  if (o.mini_batch > 65536)
+    throw Error(fmt::format("pipeline planner: mini-batch {}: at most 65536 samples", o.mini_batch));
   if (o.ks.empty() || std::find(o.ks.begin(), o.ks.end(), 0u) != o.ks.end())
     throw Error("pipeline planner: kFkB k must be at least 1");
-  if (dev.devices == 0 || dev.devices > 1024) throw Error("pipeline planner: devices must be 1 to 1024");
+  // The DP splits devices at every node: its time grows about as devices^2.5 (128 devices: about
+  // 3 CPU-minutes for both planners on MMT); beyond that it would look like a hang.
+  if (dev.devices == 0 || dev.devices > 128)
+    throw Error(fmt::format("pipeline planner: {} devices: expected 1 to 128 (the search grows as about devices^2.5; "
+                            "128 take minutes)", dev.devices));
   const SpTree tree = o.planner == PipePlanner::GraphPipe ? sp_decompose(m) : chain_tree(m);
   Search search(m, tree, dev, o);
   // A stage's gradient all-reduce runs after its last backward pass, at the end of the
