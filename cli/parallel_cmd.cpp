@@ -80,7 +80,8 @@ Json to_json(const partition::Evaluation& e, const std::vector<partition::Kernel
     for (std::size_t k = p.first; k <= p.last; ++k) names.push_back(layer[k].name);
     parts.push_back({{"kernels", names}, {"compute_s", p.compute_s}, {"memory_s", p.memory_s},
                      {"network_s", p.network_s}, {"sram_bytes", p.sram_bytes}, {"seconds", p.seconds()},
-                     {"backward_seconds", p.backward_seconds()}});
+                     {"backward_seconds", p.backward_seconds()}, {"backward_compute_s", p.backward_compute_s},
+                     {"backward_memory_s", p.backward_memory_s}, {"backward_network_s", p.backward_network_s}});
   }
   j["partitions"] = parts;
   j["layer_s"] = e.layer_s;
@@ -153,10 +154,11 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--top", a.top, "mappings to print")->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON: every mapping with its partitions");
   cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the best mapping's iteration, a track per pipeline stage");
-  cmd->add_flag("--simulate", a.simulate, "run the best mapping on the simulator (inference; needs system.npu and "
-                                          "system.afi): its partitions on NPUs, TP all-reduces and PP hand-offs "
-                                          "over the packet network");
-  cmd->add_option("--sim-micro-batches", a.sim_micro_batches, "micro-batches through the pipeline with --simulate")
+  cmd->add_flag("--simulate", a.simulate, "run the best mapping on the simulator (needs system.npu and system.afi): "
+                                          "its partitions on NPUs, TP all-reduces, PP hand-offs and (training) DP "
+                                          "gradient all-reduces over the packet network");
+  cmd->add_option("--sim-micro-batches", a.sim_micro_batches, "inference: micro-batches through the pipeline with "
+                                                              "--simulate (training runs one iteration)")
       ->capture_default_str();
 }
 
@@ -171,9 +173,11 @@ Json simulate_mapping(const partition::LlmSpec& llm, const partition::SystemSpec
   const double model_s = lower::mapping_model_seconds(e, micro_batches);
   Cycles busy = 0;
   for (Cycles b : r.busy_cycles) busy = std::max(busy, b);
-  fmt::print("simulated {}: {} micro-batches in {:.3f} ms (the model: {:.3f} ms, (micro-batches + PP - 1) x "
-             "interval); simulated / model {:.3f}; busiest chip computing {:.3f} ms; {} messages, {:.1f} MB\n",
-             describe(e), micro_batches, sim_s * 1e3, model_s * 1e3, sim_s / model_s,
+  if (llm.training) micro_batches = e.micro_batches;
+  fmt::print("simulated {}: {} micro-batches {} in {:.3f} ms (the model: {:.3f} ms{}); simulated / model {:.3f}; "
+             "busiest chip computing {:.3f} ms; {} messages, {:.1f} MB\n",
+             describe(e), micro_batches, llm.training ? "(a training iteration)" : "", sim_s * 1e3, model_s * 1e3,
+             llm.training ? "" : ", (micro-batches + PP - 1) x interval", sim_s / model_s,
              double(busy) / (cfg.clock_ghz * 1e9) * 1e3, r.messages, double(r.message_bytes) / 1e6);
   return {{"micro_batches", micro_batches}, {"cycles", r.cycles}, {"seconds", sim_s}, {"model_seconds", model_s},
           {"simulated_over_model", sim_s / model_s}, {"busy_cycles", r.busy_cycles}, {"messages", r.messages},
@@ -199,7 +203,7 @@ int parallel_cmd(ParallelArgs a) {
     throw Error(fmt::format("--fusion: '{}' (expected search, fused or kernel-by-kernel)", a.fusion));
   const sim::Config cfg = sim::load_config(a.config);
   const partition::SystemSpec sys = partition::system_spec(cfg);
-  if (a.simulate && llm.training) throw Error("--simulate runs inference mappings only (drop --training)");
+
   const std::vector<partition::Kernel> layer = partition::gpt_layer(llm);
   std::vector<partition::Evaluation> all;
   if (!a.mapping.empty() || !a.partitions.empty()) {

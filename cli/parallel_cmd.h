@@ -10,7 +10,7 @@ struct ParallelArgs {
   std::string config, model = "gpt3-175b", mapping, partitions, fusion = "search", out, trace;
   partition::LlmSpec llm;
   std::uint32_t top = 10;
-  bool simulate = false;               // run the best mapping on the simulator (inference)
+  bool simulate = false;               // run the best mapping on the simulator
   std::uint64_t sim_micro_batches = 4;
   ParallelArgs() { llm.layers = 0; }  // 0: the preset's
 };

@@ -289,21 +289,30 @@ def heatmap(sweep, path):
 
 SIMULATED = [("a100-switch-4", "gpt3-1.3b", ["--mapping", "TP", "--fusion", "fused"], 4),
              ("sn10-ring-8", "gpt3-175b", [], 2),
-             ("sn10-torus-4x2", "gpt3-175b", [], 4)]
+             ("sn10-torus-4x2", "gpt3-175b", [], 4),
+             ("a100-switch-4", "gpt3-1.3b", ["--mapping", "TP", "--fusion", "fused", "--training", "--global-batch", "4"], 0),
+             ("sn10-torus-4x2", "gpt3-1.3b", ["--training", "--global-batch", "16"], 0),
+             ("sn10-torus-4x2", "gpt3-1.3b", ["--training", "--global-batch", "16", "--mapping", "DP,PP"], 0)]
 
 
 def simulated(args):
     rows = []
     for config, model, extra, mbs in SIMULATED:
         r = plan(args.tessera, os.path.join(ROOT, "configs", config + ".json"), "--simulate", "--sim-micro-batches",
-                 str(mbs), *extra, model=model)
+                 str(max(mbs, 1)), *extra, model=model)
+        mbs = r["simulated"]["micro_batches"]
         m = r["mappings"][0]
         net = sum(p["network_s"] for p in m["partitions"])
         comp = sum(max(p["compute_s"], p["memory_s"]) for p in m["partitions"])
-        rows.append({"config": config, "model": model, "mapping": short(m), "execution": m["execution"],
+        if "--training" in extra:  # forward and backward: the sum against the sum of the maxima
+            net += sum(p.get("backward_network_s", 0) for p in m["partitions"])
+            comp += sum(max(p.get("backward_compute_s", 0), p.get("backward_memory_s", 0)) for p in m["partitions"])
+        rows.append({"config": config, "model": model, "training": "--training" in extra,
+                     "mapping": short(m), "execution": m["execution"],
                      "micro_batches": mbs, "model_s": r["simulated"]["model_seconds"],
                      "simulated_s": r["simulated"]["seconds"], "ratio": r["simulated"]["simulated_over_model"],
-                     "layer_compute_s": comp, "layer_network_s": net, "layer_s": m["layer_s"]})
+                     "layer_compute_s": comp, "layer_network_s": net,
+                     "layer_s": m["layer_s"] + m.get("backward_layer_s", 0)})
     return rows
 
 
@@ -311,7 +320,8 @@ def simulated_table(rows):
     md = ["| system | model | mapping | micro-batches | model ms | simulated ms | simulated / model | "
           "a layer: max(compute, DRAM) + network vs the model's max of the three |", "|---|---|---|---|---|---|---|---|"]
     for x in rows:
-        md.append(f"| {x['config']} | {x['model']} | {x['mapping']} {x['execution']} | {x['micro_batches']} | "
+        run = "training iteration of " if x["training"] else ""
+        md.append(f"| {x['config']} | {x['model']} | {x['mapping']} {x['execution']} | {run}{x['micro_batches']} | "
                   f"{x['model_s'] * 1e3:.1f} | {x['simulated_s'] * 1e3:.1f} | **{x['ratio']:.2f}x** | "
                   f"{(x['layer_compute_s'] + x['layer_network_s']) / x['layer_s']:.2f}x |")
     return "\n".join(md) + "\n"

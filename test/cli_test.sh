@@ -227,8 +227,8 @@ check "plan-parallel: hidden not a multiple of heads" "[ $? -eq 1 ] && grep -q '
 check "plan-parallel: a model that fits nowhere says why" "[ $? -eq 1 ] && grep -q 'no mapping of gpt3-1t fits ipu-mk2' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --model gpt3-1.3b --layers 2 --mapping TP --fusion fused --simulate --sim-micro-batches 1 --out "$tmp/pps.json" >"$tmp/out" 2>&1
 check "plan-parallel --simulate: a TP4 mapping on the simulator" "[ $? -eq 0 ] && grep -q 'simulated TP TP4 PP1 DP1 fused: 1 micro-batches' $tmp/out && grep -q '\"simulated_over_model\"' $tmp/pps.json"
-"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --model gpt3-1.3b --training --simulate >"$tmp/out" 2>"$tmp/err"
-check "plan-parallel --simulate: training is not simulated yet, said so" "[ $? -eq 1 ] && grep -q 'inference mappings only' $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/sn10-torus-4x2.json" --model gpt3-1.3b --layers 4 --training --global-batch 4 --mapping DP,PP --simulate >"$tmp/out" 2>&1
+check "plan-parallel --simulate: a training iteration (1F1B, DP all-reduce) on the simulator" "[ $? -eq 0 ] && grep -q 'simulated DP,PP TP1 PP2 DP4 fused: 1 micro-batches (a training iteration)' $tmp/out"
 
 # tessera plan-pipeline (docs/pipeline.md): GraphPipe vs the sequential pipeline, simulated.
 "$tessera" plan-pipeline --config "$src/configs/summit-32.json" --model dlrm --devices 4 --out "$tmp/gp.json" --trace "$tmp/gpt.json" >"$tmp/out" 2>&1

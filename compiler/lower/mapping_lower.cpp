@@ -57,13 +57,17 @@ class Lowering {
   }
 
   sim::PipelineProgram run(std::uint64_t micro_batches) {
+    const auto orders = partition::stage_orders(e_.pp, micro_batches, llm_.training);
     for (std::uint32_t r = 0; r < e_.dp; ++r)
       for (std::uint32_t s = 0; s < e_.pp; ++s)
         for (std::uint32_t t = 0; t < e_.tp; ++t) {
           const std::uint32_t chip = map_.chip(t, s, r);
           const std::uint32_t first = s * per_stage_, last = std::min(llm_.layers, first + per_stage_);
-          prog_.resident_bytes[chip] = whole(layer_weights_ / e_.tp * (last - first));
-          for (std::uint64_t j = 0; j < micro_batches; ++j) micro_batch(t, s, r, j, first, last);
+          // training keeps 8 x the fp16 weights (weights, gradients, fp32 master, two moments)
+          const double weights = layer_weights_ / e_.tp * (last - first);
+          prog_.resident_bytes[chip] = whole(llm_.training ? 8 * weights : weights);
+          for (const auto& [forward, j] : orders[s]) pass(t, s, r, j, first, last, forward);
+          if (llm_.training && e_.dp > 1) gradient_allreduce(t, s, r, weights);
         }
     return std::move(prog_);
   }
@@ -88,45 +92,65 @@ class Lowering {
     prog_.devices[chip].push_back(st);
   }
 
-  // An all-reduce of `bytes` over the TP group of (s, r) as two rings, half the data each, one
-  // each way round the group (the model's ring uses both directions of every link): a block of
-  // 2 x 2 (TP - 1) x TP messages, member q sending its k-th of a ring to its next member.
-  void allreduce(std::uint32_t t, std::uint32_t s, std::uint32_t r, std::uint64_t j, std::uint32_t n, double bytes) {
-    const std::uint32_t tp = e_.tp, steps = 2 * (tp - 1);
-    const auto next = [&](std::uint32_t q, bool up) { return up ? (q + 1) % tp : (q + tp - 1) % tp; };
+  // An all-reduce of `bytes` over `n` chips, member q at chip `member(q)`, as two rings, half the
+  // data each, one each way round (the model's ring uses both directions of every link): a block
+  // of 2 x 2 (n - 1) x n messages named `key`, member q sending its k-th of a ring to its next.
+  template <class Member>
+  void ring_allreduce(const Key& key, std::uint32_t n, std::uint32_t me, double bytes, Member member) {
+    const std::uint32_t steps = 2 * (n - 1);
+    const auto next = [&](std::uint32_t q, bool up) { return up ? (q + 1) % n : (q + n - 1) % n; };
     std::vector<sim::PipeMessage> rings;
     for (bool up : {true, false})
       for (std::uint32_t k = 0; k < steps; ++k)
-        for (std::uint32_t q = 0; q < tp; ++q)
-          rings.push_back({map_.chip(q, s, r), map_.chip(next(q, up), s, r), whole(bytes / 2 / tp)});
-    const std::uint32_t base = block({0, s, j, r, n}, rings);
-    const std::uint32_t chip = map_.chip(t, s, r), half = steps * tp;
+        for (std::uint32_t q = 0; q < n; ++q) rings.push_back({member(q), member(next(q, up)), whole(bytes / 2 / n)});
+    const std::uint32_t base = block(key, rings);
+    const std::uint32_t chip = member(me), half = steps * n;
     for (std::uint32_t k = 0; k < steps; ++k) {
-      step(chip, sim::PipeStep::Send, base + k * tp + t);
-      step(chip, sim::PipeStep::Send, base + half + k * tp + t);
-      step(chip, sim::PipeStep::Wait, base + k * tp + next(t, false));
-      step(chip, sim::PipeStep::Wait, base + half + k * tp + next(t, true));
+      step(chip, sim::PipeStep::Send, base + k * n + me);
+      step(chip, sim::PipeStep::Send, base + half + k * n + me);
+      step(chip, sim::PipeStep::Wait, base + k * n + next(me, false));
+      step(chip, sim::PipeStep::Wait, base + half + k * n + next(me, true));
     }
   }
 
-  void micro_batch(std::uint32_t t, std::uint32_t s, std::uint32_t r, std::uint64_t j, std::uint32_t first,
-                   std::uint32_t last) {
+  // The n-th TP all-reduce of a pass of micro-batch j on stage s of replica r.
+  void tp_allreduce(std::uint32_t t, std::uint32_t s, std::uint32_t r, std::uint64_t j, bool forward, std::uint32_t n,
+                    double bytes) {
+    ring_allreduce({forward ? 0u : 2u, s, j, r, n}, e_.tp, t, bytes, [&](std::uint32_t q) { return map_.chip(q, s, r); });
+  }
+
+  // The DP replicas of stage s, TP index t, all-reduce their weight gradients.
+  void gradient_allreduce(std::uint32_t t, std::uint32_t s, std::uint32_t r, double bytes) {
+    ring_allreduce({4, s, 0, t, 0}, e_.dp, r, bytes, [&](std::uint32_t q) { return map_.chip(t, s, q); });
+  }
+
+  // A forward pass of micro-batch j: the hand-off from the stage before, its layers partition by
+  // partition with the all-reduces of row-sharded outputs, the hand-off on. A backward pass: the
+  // gradient from the stage after, the layers and partitions in reverse (twice the FLOPs; twice
+  // the DRAM traffic and the weight gradients written) with the all-reduces of column-sharded
+  // kernels' input gradients, the gradient back.
+  void pass(std::uint32_t t, std::uint32_t s, std::uint32_t r, std::uint64_t j, std::uint32_t first, std::uint32_t last,
+            bool forward) {
     const std::uint32_t chip = map_.chip(t, s, r);
-    const auto handoff = [&](std::uint32_t from) {  // stage `from` to from + 1, TP peer t
-      return block({1, from, j, r, t}, {{map_.chip(t, from, r), map_.chip(t, from + 1, r), whole(out_bytes_ / e_.tp)}});
+    const auto handoff = [&](std::uint32_t from, std::uint32_t to) {
+      return block({forward ? 1u : 3u, from, j, r, t}, {{map_.chip(t, from, r), map_.chip(t, to, r), whole(out_bytes_ / e_.tp)}});
     };
-    if (s > 0) step(chip, sim::PipeStep::Wait, handoff(s - 1));
-    std::uint32_t n = 0;  // all-reduces of this micro-batch on this stage, in order
-    for (std::uint32_t l = first; l < last; ++l)
-      for (const partition::PartitionCost& p : e_.partitions) {
+    if (forward && s > 0) step(chip, sim::PipeStep::Wait, handoff(s - 1, s));
+    if (!forward && s + 1 < e_.pp) step(chip, sim::PipeStep::Wait, handoff(s + 1, s));
+    std::uint32_t n = 0;  // all-reduces of this pass on this chip, in order
+    const auto& parts = e_.partitions;
+    for (std::uint32_t i = 0; i < last - first; ++i)
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        const partition::PartitionCost& p = forward ? parts[k] : parts[parts.size() - 1 - k];
         sim::PipeStep c;
-        c.flops = p.flops;
-        c.bytes = p.dram_bytes;
+        c.flops = forward ? p.flops : 2 * p.flops;
+        c.bytes = forward ? p.dram_bytes : 2 * p.dram_bytes + p.weight_bytes;
         prog_.devices[chip].push_back(c);
         if (e_.tp > 1)
-          for (double b : p.allreduce_bytes) allreduce(t, s, r, j, n++, b);
+          for (double b : forward ? p.allreduce_bytes : p.backward_allreduce_bytes) tp_allreduce(t, s, r, j, forward, n++, b);
       }
-    if (s + 1 < e_.pp) step(chip, sim::PipeStep::Send, handoff(s));
+    if (forward && s + 1 < e_.pp) step(chip, sim::PipeStep::Send, handoff(s, s + 1));
+    if (!forward && s > 0) step(chip, sim::PipeStep::Send, handoff(s, s - 1));
   }
 
   const partition::LlmSpec& llm_;
@@ -142,17 +166,16 @@ class Lowering {
 
 sim::PipelineProgram lower_mapping(const partition::LlmSpec& llm, const partition::SystemSpec& sys,
                                    const partition::Evaluation& e, std::uint64_t micro_batches) {
-  if (llm.training)
-    throw Error("plan-parallel --simulate: training mappings do not run on the simulator yet (inference only)");
   if (!e.feasible) throw Error(fmt::format("plan-parallel --simulate: the mapping does not fit: {}", e.why));
   if (e.mapping.dims.size() != sys.dims.size())
     throw Error("plan-parallel --simulate: the mapping has a strategy per dimension of another system");
   if (micro_batches == 0 || micro_batches > 4096)
     throw Error(fmt::format("plan-parallel --simulate: {} micro-batches: expected 1 to 4096", micro_batches));
-  return Lowering(llm, sys, e).run(micro_batches);
+  return Lowering(llm, sys, e).run(llm.training ? e.micro_batches : micro_batches);
 }
 
 double mapping_model_seconds(const partition::Evaluation& e, std::uint64_t micro_batches) {
+  if (e.backward_layer_s > 0) return e.interval_s;  // training: the iteration
   return static_cast<double>(micro_batches + e.pp - 1) * e.interval_s;
 }
 

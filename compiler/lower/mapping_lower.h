@@ -1,7 +1,8 @@
 #pragma once
 // A DFModel-style mapping (compiler/partition/dfmodel, docs/parallel.md) as a program for the
-// simulator's pipeline runner (sim/pipeline): inference, `micro_batches` micro-batches through
-// the pipeline. Every chip (TP index t, PP stage s, DP replica r, from the mapping's strategy per
+// simulator's pipeline runner (sim/pipeline): `micro_batches` micro-batches through the pipeline
+// (inference), or one training iteration of the mapping's micro-batches (1F1B, backward passes,
+// then the DP replicas' gradient all-reduce as two rings). Every chip (TP index t, PP stage s, DP replica r, from the mapping's strategy per
 // topology dimension) runs, per micro-batch: wait for the stage before it (its TP peer's share
 // of the layer output), then for each of its stage's layers and each partition a compute step
 // (the partition's FLOPs and DRAM bytes on one chip: the NPU prices it as the longer of the two,
@@ -14,12 +15,14 @@
 
 namespace tessera::lower {
 
-// Throws Error for a training or infeasible evaluation, or a system whose dimensions differ
-// from the mapping's.
+// Throws Error for an infeasible evaluation, a system whose dimensions differ from the
+// mapping's, or a micro-batch count out of 1..4096. Training: `micro_batches` is ignored (the
+// evaluation's own count is the iteration's).
 sim::PipelineProgram lower_mapping(const partition::LlmSpec& llm, const partition::SystemSpec& sys,
                                    const partition::Evaluation& e, std::uint64_t micro_batches);
 
-// What the model says the same run takes: (micro-batches + PP - 1) intervals.
+// What the model says the same run takes: (micro-batches + PP - 1) intervals; training, its
+// iteration.
 double mapping_model_seconds(const partition::Evaluation& e, std::uint64_t micro_batches);
 
 }  // namespace tessera::lower

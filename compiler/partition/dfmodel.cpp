@@ -58,9 +58,11 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
     flops += s.flops;
     weights += s.weight_bytes;
     for (int i : c.layer[k].inputs) {
-      if (c.layer[k].shard == Shard::Column && !c.tp_dims.empty() && reduced.insert(i).second)
-        p.backward_network_s += allreduce_seconds(
-            c.sys, c.tp_dims, i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes);
+      if (c.layer[k].shard == Shard::Column && !c.tp_dims.empty() && reduced.insert(i).second) {
+        const double in = i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes;
+        p.backward_network_s += allreduce_seconds(c.sys, c.tp_dims, in);
+        p.backward_allreduce_bytes.push_back(in);
+      }
       if (i >= 0 && inside(static_cast<std::size_t>(i))) continue;
       if (!read.insert(i).second) continue;  // read once for the whole partition
       const double bytes = i < 0 ? layer_input_bytes(c.layer) : c.sharded[static_cast<std::size_t>(i)].out_bytes;
@@ -88,6 +90,7 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
   p.sram_bytes += weights * std::min(1.0, 2.0 / c.weight_tiles);  // two chunks of them at a time
   p.flops = flops;
   p.dram_bytes = dram + weights;
+  p.weight_bytes = weights;
   p.compute_s = flops / c.sys.peak_flops;  // tiles shared in proportion to FLOPs: all finish together
   p.memory_s = (dram + weights) / c.sys.dram_bytes_per_s;
   p.backward_compute_s = 2 * p.compute_s;
@@ -371,9 +374,6 @@ void rank(std::vector<Evaluation>& all) {
   });
 }
 
-namespace {
-
-// Per stage, the order of its work: (forward?, micro-batch). 1F1B for training.
 std::vector<std::vector<std::pair<bool, std::uint64_t>>> stage_orders(std::uint32_t pp, std::uint64_t m, bool training) {
   std::vector<std::vector<std::pair<bool, std::uint64_t>>> order(pp);
   for (std::uint32_t s = 0; s < pp; ++s) {
@@ -387,8 +387,6 @@ std::vector<std::vector<std::pair<bool, std::uint64_t>>> stage_orders(std::uint3
   }
   return order;
 }
-
-}  // namespace
 
 std::vector<StageSpan> timeline(const Evaluation& e) {
   if (!e.feasible) throw Error("timeline: the mapping is not feasible");

@@ -87,8 +87,10 @@ struct PartitionCost {
   double sram_bytes = 0;  // what it needs on the chip
   // per chip: FLOPs, DRAM bytes (reads, writes, weights), and the output of each row-sharded
   // kernel, all-reduced over the TP group (what compute_s, memory_s and network_s price)
-  double flops = 0, dram_bytes = 0;
+  double flops = 0, dram_bytes = 0, weight_bytes = 0;
   std::vector<double> allreduce_bytes;
+  // training: the input gradients of its column-sharded kernels, all-reduced (one per input)
+  std::vector<double> backward_allreduce_bytes;
   double seconds() const;
   // Training: the same kernels backward, as one partition: twice the FLOPs, twice the DRAM
   // traffic plus the weight gradients written, and the all-reduces of the input gradients of
@@ -140,5 +142,10 @@ struct StageSpan {
   double start_s = 0, end_s = 0;
 };
 std::vector<StageSpan> timeline(const Evaluation& e);
+
+// Per pipeline stage, its passes in order as (forward?, micro-batch): inference every forward;
+// training 1F1B (stage s warms up with min(PP - 1 - s, m) forwards, then a forward and a
+// backward in turn, then the backwards left).
+std::vector<std::vector<std::pair<bool, std::uint64_t>>> stage_orders(std::uint32_t pp, std::uint64_t m, bool training);
 
 }  // namespace tessera::partition

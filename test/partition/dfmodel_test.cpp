@@ -255,4 +255,22 @@ TEST_CASE("a mapping on the simulator: PP hand-offs and TP all-reduces as messag
   CHECK(tp.messages[0].bytes == 16u);               // 64 B of output / 2 rings / 2 chips
   CHECK(sim::run_pipeline(cfg, tp).cycles > 0u);
   CHECK_THROWS_WITH(lower::lower_mapping(toy(2), sys, t, 0), Catch::Matchers::Contains("expected 1 to 4096"));
+
+  // Training, PP over the 2, two micro-batches: 1F1B. A backward pass of a layer, every kernel
+  // alone, twice the FLOPs and bytes / 8 of twice the DRAM traffic plus the weight gradients:
+  // Q, K, V, Proj (2 x 256 + 128) / 8 = 80; MHA1, MHA2, Add, Add2 2 x 192 / 8 = 48; Softmax 32;
+  // FFN0, FFN1 (2 x 832 + 512) / 8 = 272: 1088. Stage 0: F0 F1 B0 B1; stage 1: F0 B0 F1 B1. With
+  // x for a hand-off (64 B: 4 cycles on the link, 100 of latency): stage 1's F0 from 448 + x,
+  // its B0 ends 1984 + x, stage 0's B0 from 1984 + 2x; stage 1's F1 and B1 end at 3520 + x,
+  // stage 0's B1 at 4608 + 2x.
+  partition::LlmSpec tr = toy(2);
+  tr.training = true;
+  tr.global_batch = 2;
+  m.dims = {Strategy::PP};
+  const partition::Evaluation te = partition::evaluate(tr, sys, m);
+  REQUIRE(te.micro_batches == 2u);
+  const sim::PipelineResult rt = sim::run_pipeline(cfg, lower::lower_mapping(tr, sys, te, 1));
+  CHECK(rt.cycles >= 4608u + 2 * 104);
+  CHECK(rt.cycles <= 4608u + 2 * 120);
+  CHECK(rt.busy_cycles == std::vector<Cycles>{2 * (448 + 1088), 2 * (448 + 1088)});
 }
