@@ -25,7 +25,7 @@ using partition::PipePlanner;
 std::uint64_t default_batch(const std::string& model, std::uint32_t devices) {
   const std::uint64_t per = model == "candle-uno" ? 1024 : model == "dlrm" ? 64 : 16;
   std::uint64_t b = 1;
-  while (b < per * devices) b *= 2;
+  while (b < per * devices && b < 65536) b *= 2;  // the planner's largest mini-batch
   return b;
 }
 

@@ -62,7 +62,9 @@ class Lowering {
       for (std::uint32_t s = 0; s < e_.pp; ++s)
         for (std::uint32_t t = 0; t < e_.tp; ++t) {
           const std::uint32_t chip = map_.chip(t, s, r);
-          const std::uint32_t first = s * per_stage_, last = std::min(llm_.layers, first + per_stage_);
+          // ceil(layers / PP) per stage, as the model has it; stages past the last layer only hand on
+          const std::uint32_t first = std::min(llm_.layers, s * per_stage_);
+          const std::uint32_t last = std::min(llm_.layers, first + per_stage_);
           // training keeps 8 x the fp16 weights (weights, gradients, fp32 master, two moments)
           const double weights = layer_weights_ / e_.tp * (last - first);
           prog_.resident_bytes[chip] = whole(llm_.training ? 8 * weights : weights);
@@ -169,9 +171,11 @@ sim::PipelineProgram lower_mapping(const partition::LlmSpec& llm, const partitio
   if (!e.feasible) throw Error(fmt::format("plan-parallel --simulate: the mapping does not fit: {}", e.why));
   if (e.mapping.dims.size() != sys.dims.size())
     throw Error("plan-parallel --simulate: the mapping has a strategy per dimension of another system");
-  if (micro_batches == 0 || micro_batches > 4096)
-    throw Error(fmt::format("plan-parallel --simulate: {} micro-batches: expected 1 to 4096", micro_batches));
-  return Lowering(llm, sys, e).run(llm.training ? e.micro_batches : micro_batches);
+  const std::uint64_t m = llm.training ? e.micro_batches : micro_batches;
+  if (m == 0 || m > 4096)
+    throw Error(fmt::format("plan-parallel --simulate: {} micro-batches{}: expected 1 to 4096", m,
+                            llm.training ? " per iteration (global batch / (DP x micro-batch))" : ""));
+  return Lowering(llm, sys, e).run(m);
 }
 
 double mapping_model_seconds(const partition::Evaluation& e, std::uint64_t micro_batches) {

@@ -109,8 +109,10 @@ class Lowering {
     const std::uint32_t dev = s.first_device + q;
     const double per = double(s.micro_batch / s.replicas);
     exchange(x, q, op.micro_batch, op.backward, false);
-    const auto label = static_cast<std::uint32_t>(prog_.labels.size());
-    prog_.labels.push_back(fmt::format("S{} {}{}", x, op.backward ? 'B' : 'F', op.micro_batch));
+    // one label per pass, shared by the stage's replicas
+    const auto [it, fresh] = labels_.try_emplace({x, op.backward, op.micro_batch}, static_cast<std::uint32_t>(prog_.labels.size()));
+    if (fresh) prog_.labels.push_back(fmt::format("S{} {}{}", x, op.backward ? 'B' : 'F', op.micro_batch));
+    const std::uint32_t label = it->second;
     double stash = 0;
     for (std::uint32_t l : s.layers) stash += m_.layers[l].stash_bytes;
     const auto held = static_cast<std::int64_t>(std::ceil(stash * per));
@@ -152,6 +154,7 @@ class Lowering {
   const PipePlan& p_;
   std::vector<std::vector<double>> edge_;
   std::map<Key, std::uint32_t> ids_;
+  std::map<std::tuple<std::uint32_t, bool, std::uint64_t>, std::uint32_t> labels_;
   sim::PipelineProgram prog_;
 };
 

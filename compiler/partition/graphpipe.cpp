@@ -56,7 +56,7 @@ class SpBuilder {
     n.kind = kind;
     for (std::uint32_t p : parts) {
       const SpNode& c = tree_.nodes[p];
-      if (c.kind == kind)
+      if (c.kind == kind && !c.join)  // a join keeps its own node: its children are not independent
         n.children.insert(n.children.end(), c.children.begin(), c.children.end());
       else
         n.children.push_back(p);
@@ -106,7 +106,8 @@ class SpBuilder {
         flat.push_back(p);
     }
     for (std::size_t c = 0; c + 1 < flat.size(); ++c) {
-      if (tree_.nodes[flat[c]].kind != SpNode::Parallel) continue;
+      // a join already made stays one: its branches send to its own join layer
+      if (tree_.nodes[flat[c]].kind != SpNode::Parallel || tree_.nodes[flat[c]].join) continue;
       std::vector<std::uint32_t> branches = tree_.nodes[flat[c]].children;
       std::vector<std::uint32_t> tail = {branches.back()};
       tail.insert(tail.end(), flat.begin() + static_cast<std::ptrdiff_t>(c) + 1, flat.end());
@@ -744,6 +745,8 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
   // every micro-batch is a pass per stage in the schedule and messages in the program
   if (o.mini_batch > 65536)
     throw Error(fmt::format("pipeline planner: mini-batch {}: at most 65536 samples", o.mini_batch));
+  if (!(o.tolerance > 0 && o.tolerance < 1))
+    throw Error(fmt::format("pipeline planner: tolerance {}: expected between 0 and 1", o.tolerance));
   if (o.ks.empty() || std::find(o.ks.begin(), o.ks.end(), 0u) != o.ks.end())
     throw Error("pipeline planner: kFkB k must be at least 1");
   // The DP splits devices at every node: its time grows about as devices^2.5 (128 devices: about
@@ -758,31 +761,28 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
   // about B x (bottleneck time per sample) + (the longest all-reduce). The search bisects the
   // time per sample with no cap on the all-reduce, then again with the cap just below the
   // longest all-reduce of the plan it found (and at most half the cap before), and so on (the
-  // trade-off's frontier, at most kFrontier plans), and keeps the plan whose 1F1B schedule is
-  // estimated fastest.
+  // trade-off's frontier, at most kFrontier plans), and keeps the plan whose schedule (kFkB with
+  // the searched k; 1F1B where k is 1) is estimated fastest.
   constexpr int kFrontier = 12;
+  constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+  const std::string no_fit = fmt::format("pipeline planner: no plan of {} fits {} devices of {:.3g} GB: a stage's "
+                                         "parameter state ({} B per parameter) and activations do not fit",
+                                         m.name, dev.devices, dev.capacity_bytes / 1e9, m.state_bytes_per_param);
+  std::uint32_t probes = 1;
+  if (search.probe(kNoLimit, kNoLimit) == kInf) throw Error(no_fit);  // memory rules every plan out
   std::vector<std::uint32_t> all(m.layers.size());
   std::iota(all.begin(), all.end(), 0u);
   const double start = pass_seconds(m, all, 1, dev, false) + pass_seconds(m, all, 1, dev, true) + 1e-12;
   std::optional<PipePlan> best;
   double best_s = 0;
-  std::uint32_t probes = 0;
-  double cap = std::numeric_limits<double>::infinity();
+  std::string rejected;  // why the last plan found was not kept, if none was
+  double cap = kNoLimit;
   for (int round = 0; round < kFrontier && cap >= 0; ++round) {
-    // an upper end widened until the search finds a plan (or gives up: memory rules every plan out)
-    double hi = start;
-    int widen = 0;
-    bool found = true;
-    while (search.probe(hi, cap) == kInf) {
-      ++probes;
-      if (++widen > 40) {
-        found = false;
-        break;
-      }
-      hi *= 2;
-    }
     ++probes;
-    if (!found) break;  // a tighter cap will not fit either
+    if (search.probe(kNoLimit, cap) == kInf) break;  // the cap is too tight for any time per sample
+    double hi = start;  // an upper end, widened until the search finds a plan
+    for (int widen = 0; search.probe(hi, cap) == kInf && widen < 64; ++widen, ++probes) hi *= 2;
+    ++probes;
     double lo = 0;
     while (hi - lo > o.tolerance * hi) {
       const double mid = (lo + hi) / 2;
@@ -792,32 +792,36 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
       else
         hi = mid;
     }
-    search.probe(hi, cap);
+    ++probes;
+    if (search.probe(hi, cap) == kInf) break;  // not reached: hi was feasible
     PipePlan plan;
     plan.model = m.name;
     plan.planner = o.planner;
     plan.mini_batch = o.mini_batch;
     plan.linearised_parts = tree.linearised_parts;
     plan.stages = search.stages();
+    double longest = 0;
     for (const PipeStage& s : plan.stages) {
       plan.devices_used += s.replicas;
       plan.tps_s = std::max(plan.tps_s, s.tps_s);
+      longest = std::max(longest, s.allreduce_s);
     }
-    link_stages(m, plan, o.planner == PipePlanner::Sequential);
-    settle_in_flight(m, dev, plan);
-    const double t = schedule_pipeline(plan, dev, MicroSchedule::KFKB).iteration_s;
-    double longest = 0;
-    for (const PipeStage& st : plan.stages) longest = std::max(longest, st.allreduce_s);
     cap = longest > 0 ? std::min(longest * (1 - 1e-9), cap / 2) : -1;  // at least halving: the walk ends
+    double t = 0;
+    try {  // a plan whose settled memory or schedule fails is passed over, not the search
+      link_stages(m, plan, o.planner == PipePlanner::Sequential);
+      settle_in_flight(m, dev, plan);
+      t = schedule_pipeline(plan, dev, MicroSchedule::KFKB).iteration_s;
+    } catch (const Error& e) {
+      rejected = e.what();
+      continue;
+    }
     if (!best || t < best_s) {
       best = std::move(plan);
       best_s = t;
     }
   }
-  if (!best)
-    throw Error(fmt::format("pipeline planner: no plan of {} fits {} devices of {:.3g} GB: a stage's parameter "
-                            "state ({} B per parameter) and activations do not fit",
-                            m.name, dev.devices, dev.capacity_bytes / 1e9, m.state_bytes_per_param));
+  if (!best) throw Error(rejected.empty() ? no_fit : rejected);
   best->binary_search_probes = probes;
   best->dp_states = search.states();
   return *best;

@@ -83,8 +83,10 @@ PipeLayer concat(const std::string& name, std::vector<std::uint32_t> inputs, con
   return l;
 }
 
+// The search grows with the square of the branches (the join's options) and of the layers in a
+// chain: beyond these it would look like a hang.
 void check_count(const char* what, std::uint64_t n) {
-  if (n == 0 || n > 4096) throw Error(fmt::format("pipeline model: {} = {}: expected 1 to 4096", what, n));
+  if (n == 0 || n > 64) throw Error(fmt::format("pipeline model: {} = {}: expected 1 to 64", what, n));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "sim/common/error.h"
 
@@ -64,22 +65,20 @@ class Estimate {
     op.start_s = start;
     op.end_s = start + duration(x, op);
     (op.backward ? bwd_ : fwd_)[x][op.micro_batch] = op.end_s;
+    ends_.insert(op.end_s);
   }
 
   // The first end time of a placed pass after t (kUnknown: none).
   double next_end_after(double t) const {
-    double best = kUnknown;
-    for (const auto* all : {&fwd_, &bwd_})
-      for (const auto& stage : *all)
-        for (double e : stage)
-          if (e > t && (best == kUnknown || e < best)) best = e;
-    return best;
+    const auto it = ends_.upper_bound(t);
+    return it == ends_.end() ? kUnknown : *it;
   }
 
  private:
   const PipePlan& p_;
   const DeviceSpec& dev_;
   std::vector<std::vector<double>> fwd_, bwd_, edge_;
+  std::multiset<double> ends_;  // of every placed pass
 };
 
 // w: the micro-batches a stage holds at most (its in-flight samples over its micro-batch).

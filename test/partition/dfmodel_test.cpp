@@ -36,6 +36,14 @@ partition::SystemSpec chip(std::vector<partition::DimSpec> dims = {}) {
   return s;
 }
 
+// `n` NPUs of 1024 FLOPs and 8 bytes per cycle on a ring: links of 16 B/cycle, latency 100.
+sim::Config npu_ring(std::uint32_t n) {
+  Json c = test::collective_system(Json::array(
+      {{{"kind", "ring"}, {"size", n}, {"link_bytes_per_cycle", 16}, {"link_latency_cycles", 100}}}));
+  c["system"]["npu"] = {{"sms", 8}, {"fp16_flops_per_cycle", 1024}, {"memory_bytes_per_cycle", 8}};
+  return test::config(c);
+}
+
 }  // namespace
 
 TEST_CASE("a GPT layer's FLOPs, kernel by kernel", "[parallel]") {
@@ -216,10 +224,7 @@ TEST_CASE("the 1F1B timeline: equal stages match the closed form, hand-offs add 
 TEST_CASE("a mapping on the simulator: PP hand-offs and TP all-reduces as messages, by hand", "[parallel][sim]") {
   // Two NPUs of 1024 FLOPs and 8 bytes per cycle (the test chip's 8 cores of 64 MACs and its
   // DRAM channel) on a ring of 2: links of 16 B/cycle, latency 100.
-  Json c = test::collective_system(Json::array(
-      {{{"kind", "ring"}, {"size", 2}, {"link_bytes_per_cycle", 16}, {"link_latency_cycles", 100}}}));
-  c["system"]["npu"] = {{"sms", 8}, {"fp16_flops_per_cycle", 1024}, {"memory_bytes_per_cycle", 8}};
-  const sim::Config cfg = test::config(c);
+  const sim::Config cfg = npu_ring(2);
   const partition::SystemSpec sys = partition::system_spec(cfg);
   partition::Mapping m;
   m.dims = {Strategy::PP};
@@ -255,6 +260,19 @@ TEST_CASE("a mapping on the simulator: PP hand-offs and TP all-reduces as messag
   CHECK(tp.messages[0].bytes == 16u);               // 64 B of output / 2 rings / 2 chips
   CHECK(sim::run_pipeline(cfg, tp).cycles > 0u);
   CHECK_THROWS_WITH(lower::lower_mapping(toy(2), sys, t, 0), Catch::Matchers::Contains("expected 1 to 4096"));
+
+  // ceil(5 / 4) = 2 layers per stage on a pipeline of 4: the last stage holds none and only
+  // takes the hand-off (the model's stage count)
+  {
+    const sim::Config cfg4 = npu_ring(4);
+    const partition::SystemSpec sys4 = partition::system_spec(cfg4);
+    m.dims = {Strategy::PP};
+    const partition::Evaluation e4 = partition::evaluate(toy(5), sys4, m);
+    REQUIRE(e4.feasible);
+    const sim::PipelineProgram p4 = lower::lower_mapping(toy(5), sys4, e4, 1);
+    CHECK(p4.devices[3].size() == 1u);  // the wait for stage 2's hand-off
+    CHECK(sim::run_pipeline(cfg4, p4).busy_cycles == std::vector<Cycles>{2 * layer, 2 * layer, layer, 0});
+  }
 
   // Training, PP over the 2, two micro-batches: 1F1B. A backward pass of a layer, every kernel
   // alone, twice the FLOPs and bytes / 8 of twice the DRAM traffic plus the weight gradients:

@@ -86,6 +86,34 @@ TEST_CASE("series-parallel decomposition: branches in parallel, the join rides o
   CHECK(c.nodes[c.root].layers == std::vector<std::uint32_t>{0, 1, 2, 3});
 }
 
+TEST_CASE("a join inside one of two independent parts keeps its own node", "[partition][graphpipe]") {
+  // a, b -> c (a join) and, independent of them, d
+  PipeModel m;
+  m.name = "nested";
+  m.layers = {layer("a", {}, 1e6), layer("b", {}, 1e6), layer("c", {0, 1}, 1e6), layer("d", {}, 1e6)};
+  const SpTree t = sp_decompose(m);
+  const SpNode& root = t.nodes[t.root];
+  REQUIRE(root.kind == SpNode::Parallel);
+  REQUIRE(root.children.size() == 2u);
+  const SpNode& join = t.nodes[root.children[0]];
+  CHECK(join.join);
+  CHECK(join.join_layer == 2u);
+  CHECK(join.layers == std::vector<std::uint32_t>{0, 1, 2});
+  // planned on 4 devices, a's stage sends to c's
+  const DeviceSpec dev = device_spec(test::config(npus(4)), 4);
+  PipeOptions o;
+  o.mini_batch = 8;
+  const PipePlan p = plan_pipeline(m, dev, o);
+  std::uint32_t sa = 0, sc = 0;
+  for (std::uint32_t i = 0; i < p.stages.size(); ++i)
+    for (std::uint32_t l : p.stages[i].layers) {
+      if (l == 0) sa = i;
+      if (l == 2) sc = i;
+    }
+  if (sa != sc) CHECK(p.stages[sa].succs == std::vector<std::uint32_t>{sc});
+  CHECK(p.depth <= 2u);
+}
+
 TEST_CASE("stage passes: a roofline per layer, backward twice, by hand", "[partition][graphpipe]") {
   PipeModel m;
   m.name = "two";
@@ -195,7 +223,9 @@ TEST_CASE("memory: parameter state and in-flight activations decide the micro-ba
   CHECK(g.stages[0].micro_batch == 2u);
   CHECK(g.stages[0].in_flight == 2u);
   CHECK(g.stages[0].memory_bytes == Approx(16001000));
-  CHECK(g.tps_s == Approx(4.5e-6 + 2 * 0.5 * 1e6 * 2 / dev.link_bytes_per_s / 8));  // plus the all-reduce per sample
+  CHECK(g.tps_s == Approx(4.5e-6));
+  // its gradients, 2 MB, all-reduced over 2: 2 (2 - 1) / 2 x 2e6 B at the link's rate, once per iteration
+  CHECK(g.stages[0].allreduce_s == Approx(2e6 / dev.link_bytes_per_s));
   const PipeSchedule s = schedule_pipeline(g, dev, MicroSchedule::KFKB);
   const sim::PipelineResult r = sim::run_pipeline(cfg, lower::lower_pipeline(m, g, s));
   CHECK(r.peak_memory_bytes == std::vector<Bytes>{16001000, 16001000});
