@@ -76,6 +76,22 @@ void print(const Outcome& r, const partition::PipeModel& m) {
   (void)m;
 }
 
+// Per device, the share of each of `bins` equal slices of the simulated iteration it spent
+// computing (a utilisation heat map: devices x time).
+std::vector<std::vector<double>> utilisation_bins(const Outcome& r, std::size_t bins) {
+  std::vector<std::vector<double>> u(r.program.devices.size(), std::vector<double>(bins, 0.0));
+  if (r.sim.cycles == 0) return u;
+  const double width = double(r.sim.cycles) / double(bins);
+  for (const sim::PipeSpan& sp : r.sim.spans) {
+    const double a = double(sp.start), b = double(sp.end);
+    for (auto k = static_cast<std::size_t>(a / width); k < bins && double(k) * width < b; ++k) {
+      const double lo = std::max(a, double(k) * width), hi = std::min(b, double(k + 1) * width);
+      if (hi > lo) u[sp.device][k] += (hi - lo) / width;
+    }
+  }
+  return u;
+}
+
 Json plan_json(const Outcome& r, const partition::PipeModel& m) {
   const PipePlan& p = r.plan;
   Json stages = Json::array();
@@ -102,7 +118,8 @@ Json plan_json(const Outcome& r, const partition::PipeModel& m) {
     j["simulated"] = {{"iteration_cycles", r.sim.cycles},  {"iteration_s", r.sim_s},
                       {"samples_per_s", r.sim_samples_per_s}, {"busy_cycles", r.sim.busy_cycles},
                       {"peak_memory_bytes", r.sim.peak_memory_bytes}, {"messages", r.sim.messages},
-                      {"message_bytes", r.sim.message_bytes}};
+                      {"message_bytes", r.sim.message_bytes},
+                      {"utilisation_bins", utilisation_bins(r, 40)}};
   return j;
 }
 

@@ -12,6 +12,9 @@ Writes results.json and tables.md under --out:
               micro-batch sizes of both planners
   schedules   1F1B, kFkB (k of 1, 2 or 4 per stage) and greedy on GraphPipe's plans, 8 devices
   estimate    the planner's estimated iteration against the simulated one, every run above
+  heat maps   utilisation.png: each device's busy share over the simulated iteration (40 slices),
+              GraphPipe against the sequential pipeline, for DLRM and CANDLE-Uno on 8 and 16 devices
+              (needs python3-matplotlib)
 
   scripts/reproduce_graphpipe.py [--tessera build/cli/tessera] [--out results/graphpipe]
 """
@@ -111,6 +114,30 @@ def schedules(args):
     return rows, data
 
 
+def heatmaps(runs, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("reproduce_graphpipe: python3-matplotlib is not installed; no heat maps", file=sys.stderr)
+        return
+    fig, axes = plt.subplots(len(runs), 2, figsize=(12, 2.6 * len(runs)), squeeze=False)
+    for row, r in enumerate(runs):
+        for col, p in enumerate(r["plans"]):
+            ax = axes[row][col]
+            grid = p["simulated"]["utilisation_bins"]
+            im = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+            ms = p["simulated"]["iteration_s"] * 1e3
+            ax.set_title(f"{r['model']}, {r['devices']} devices, {p['planner']}: {ms:.1f} ms", fontsize=9)
+            ax.set_xlabel(f"time (40 slices of {ms / 40:.2f} ms)", fontsize=8)
+            ax.set_ylabel("device", fontsize=8)
+            fig.colorbar(im, ax=ax)
+    fig.suptitle("Busy share per device over one simulated iteration (tessera plan-pipeline, summit-32)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "cli", "tessera"))
@@ -123,6 +150,8 @@ def main():
     br_rows, br = branches(args)
     cs_rows, cs = case_study(args)
     sc_rows, sc = schedules(args)
+    maps = [r for r in tp if r["model"].startswith(("dlrm", "candle")) and r["devices"] in (8, 16)]
+    heatmaps(maps, os.path.join(args.out, "utilisation.png"))
     errs = [abs(e - s) / s for (_, _, _, e, s) in estimates]
     est_rows = [f"Estimated vs simulated iteration over the {len(errs)} runs of the throughput table: mean absolute "
                 f"error {100 * sum(errs) / len(errs):.1f}%, largest {100 * max(errs):.1f}%."]
