@@ -139,13 +139,15 @@ void write_trace(const Outcome& r, const std::string& path, double clock_ghz) {
 
 void add_pipeline_options(CLI::App* cmd, PipelineArgs& a) {
   cmd->add_option("--config", a.config, "system config: chips with system.npu, system.afi and links")->required();
-  cmd->add_option("--model", a.model, "mmt, candle-uno, dlrm or two-branch (docs/pipeline.md)");
+  cmd->add_option("--model", a.model, "mmt, candle-uno, dlrm or two-branch (docs/pipeline.md)")->capture_default_str();
   cmd->add_option("--branches", a.branches, "branch count (mmt, candle-uno; dlrm: of each kind); 0: the model's");
   cmd->add_option("--devices", a.devices, "devices (chips 0..N-1) to plan for; 0: every chip");
   cmd->add_option("--batch", a.batch, "mini-batch (samples per iteration, a power of two); 0: the model's default");
-  cmd->add_option("--min-micro-batch", a.min_micro_batch, "smallest micro-batch the search tries (a power of two)");
-  cmd->add_option("--planner", a.planner, "graphpipe, sequential, or both (and their ratio)");
-  cmd->add_option("--schedule", a.schedule, "1f1b, kfkb (k of 1, 2 or 4 per stage, chosen by the search) or greedy");
+  cmd->add_option("--min-micro-batch", a.min_micro_batch, "smallest micro-batch the search tries (a power of two)")
+      ->capture_default_str();
+  cmd->add_option("--planner", a.planner, "graphpipe, sequential, or both (and their ratio)")->capture_default_str();
+  cmd->add_option("--schedule", a.schedule, "1f1b, kfkb (k of 1, 2 or 4 per stage, chosen by the search) or greedy")
+      ->capture_default_str();
   cmd->add_flag("--estimate-only", a.estimate_only, "plan and estimate; do not run the simulator");
   cmd->add_option("--out", a.out, "results JSON: the plans, their estimates and simulated runs");
   cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the first plan's simulated iteration, a track per device");
