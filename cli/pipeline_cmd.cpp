@@ -55,7 +55,7 @@ Outcome plan_and_run(const partition::PipeModel& m, const sim::Config& cfg, cons
   return r;
 }
 
-void print(const Outcome& r, const partition::PipeModel& m) {
+void print(const Outcome& r) {
   const PipePlan& p = r.plan;
   fmt::print("{}: {} stages, depth {}, {} devices; bottleneck {:.4f} ms per sample; estimated iteration {:.3f} ms "
              "({:.1f} samples/s)",
@@ -73,7 +73,6 @@ void print(const Outcome& r, const partition::PipeModel& m) {
                fmt::format("{} ({})", st.name, st.layers.size()), devs, st.micro_batch, st.k, st.in_flight,
                st.forward_s * 1e3, st.backward_s * 1e3, st.memory_bytes / 1e9);
   }
-  (void)m;
 }
 
 // Per device, the share of each of `bins` equal slices of the simulated iteration it spent
@@ -180,7 +179,7 @@ int pipeline_cmd(const PipelineArgs& a) {
   for (PipePlanner p : planners) {
     o.planner = p;
     outs.push_back(plan_and_run(m, cfg, dev, o, kind, !a.estimate_only));
-    print(outs.back(), m);
+    print(outs.back());
   }
   Json ratio;
   if (outs.size() == 2) {
