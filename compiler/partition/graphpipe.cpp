@@ -262,9 +262,8 @@ class Search {
       for (std::uint32_t u : m.layers[v].inputs) consumers_[u].push_back(v);
   }
 
-  // The least in-flight samples at the model's entry with every stage at most `tps` per sample,
-  // or kInf.
-  // ... with every data-parallel stage's gradient all-reduce at most `allreduce_cap` seconds.
+  // The least in-flight samples at the model's entry with every stage at most `tps` per sample
+  // and every data-parallel stage's gradient all-reduce at most `allreduce_cap` seconds, or kInf.
   std::uint64_t probe(double tps, double allreduce_cap) {
     tps_ = tps;
     cap_ = allreduce_cap;
