@@ -623,6 +623,34 @@ void link_stages(const PipeModel& m, PipePlan& p, bool chain) {
   }
 }
 
+// Devices for the stages: each stage's replicas on a block of consecutive devices aligned to
+// its size (a power of two), largest stages first, lowest free block first, so that a group of
+// replicas shares the fastest dimensions it can (4 devices in a node of 4 are one node, not two
+// halves of neighbours). False (and nothing changed) when no aligned block is free. The search
+// leaves stages on consecutive devices in its order, which keeps a branch's stages together;
+// the planner keeps whichever of the two its estimate prefers.
+bool assign_devices(PipePlan& p, std::uint32_t devices) {
+  std::vector<std::uint32_t> order(p.stages.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return p.stages[a].replicas > p.stages[b].replicas; });
+  std::vector<char> used(devices, 0);
+  std::vector<std::uint32_t> first(p.stages.size());
+  for (std::uint32_t x : order) {
+    const std::uint32_t r = p.stages[x].replicas;
+    bool placed = false;
+    for (std::uint32_t at = 0; at + r <= devices && !placed; at += r) {
+      if (std::any_of(used.begin() + at, used.begin() + at + r, [](char u) { return u != 0; })) continue;
+      std::fill(used.begin() + at, used.begin() + at + r, 1);
+      first[x] = at;
+      placed = true;
+    }
+    if (!placed) return false;
+  }
+  for (std::size_t x = 0; x < p.stages.size(); ++x) p.stages[x].first_device = first[x];
+  return true;
+}
+
 // The in-flight samples of every stage from the final stage graph (Table 3.2 against each
 // successor, the largest), last stage first, and the memory that follows. The search used the
 // same rule along its decomposition; this also covers a stage with successors in two places.
@@ -811,6 +839,15 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
       link_stages(m, plan, o.planner == PipePlanner::Sequential);
       settle_in_flight(m, dev, plan);
       t = schedule_pipeline(plan, dev, MicroSchedule::KFKB).iteration_s;
+      // the same stages on aligned blocks of devices, if the estimate prefers them
+      PipePlan aligned = plan;
+      if (assign_devices(aligned, dev.devices)) {
+        const double ta = schedule_pipeline(aligned, dev, MicroSchedule::KFKB).iteration_s;
+        if (ta < t) {
+          plan = std::move(aligned);
+          t = ta;
+        }
+      }
     } catch (const Error& e) {
       rejected = e.what();
       continue;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
+#include <queue>
 
 #include "sim/common/error.h"
 
@@ -13,73 +13,7 @@ namespace tessera::partition {
 
 namespace {
 
-constexpr double kUnknown = -1;  // a pass not placed yet
-
-// The estimated run of a plan: per stage the passes placed so far and their end times.
-class Estimate {
- public:
-  Estimate(const PipePlan& p, const DeviceSpec& dev) : p_(p), dev_(dev) {
-    const std::size_t n = p.stages.size();
-    fwd_.resize(n);
-    bwd_.resize(n);
-    edge_.assign(n, std::vector<double>(n, 0));
-    for (std::uint32_t x = 0; x < n; ++x) {
-      const std::uint64_t mbs = p.mini_batch / p.stages[x].micro_batch;
-      fwd_[x].assign(mbs, kUnknown);
-      bwd_[x].assign(mbs, kUnknown);
-      for (std::uint32_t z : p.stages[x].succs) edge_[x][z] = stage_edge_bytes(p, x, z);
-    }
-  }
-
-  std::uint32_t micro_batches(std::uint32_t x) const { return static_cast<std::uint32_t>(fwd_[x].size()); }
-
-  // When the pass could start as far as its inputs go; kUnknown while one is not placed.
-  double ready(std::uint32_t x, const PipeOp& op) const {
-    const PipeStage& s = p_.stages[x];
-    const std::uint64_t first = op.micro_batch * s.micro_batch, last = first + s.micro_batch - 1;
-    double t = 0;
-    if (op.backward) {
-      t = fwd_[x][op.micro_batch];
-      if (t == kUnknown) return kUnknown;
-    }
-    const auto& others = op.backward ? s.succs : s.preds;
-    for (std::uint32_t y : others) {
-      const std::uint64_t by = p_.stages[y].micro_batch;
-      const auto& done = op.backward ? bwd_[y] : fwd_[y];
-      const double bytes = op.backward ? edge_[x][y] : edge_[y][x];
-      const double link = dev_.link_between(s.first_device, p_.stages[y].first_device);
-      const double transfer = bytes * double(s.micro_batch) / (s.replicas * link);
-      for (std::uint64_t j = first / by; j <= last / by; ++j) {
-        if (done[j] == kUnknown) return kUnknown;
-        t = std::max(t, done[j] + transfer);
-      }
-    }
-    return t;
-  }
-
-  double duration(std::uint32_t x, const PipeOp& op) const {
-    return op.backward ? p_.stages[x].backward_s : p_.stages[x].forward_s;
-  }
-
-  void place(std::uint32_t x, PipeOp& op, double start) {
-    op.start_s = start;
-    op.end_s = start + duration(x, op);
-    (op.backward ? bwd_ : fwd_)[x][op.micro_batch] = op.end_s;
-    ends_.insert(op.end_s);
-  }
-
-  // The first end time of a placed pass after t (kUnknown: none).
-  double next_end_after(double t) const {
-    const auto it = ends_.upper_bound(t);
-    return it == ends_.end() ? kUnknown : *it;
-  }
-
- private:
-  const PipePlan& p_;
-  const DeviceSpec& dev_;
-  std::vector<std::vector<double>> fwd_, bwd_, edge_;
-  std::multiset<double> ends_;  // of every placed pass
-};
+constexpr double kUnknown = -1;  // not known yet
 
 // w: the micro-batches a stage holds at most (its in-flight samples over its micro-batch).
 std::uint32_t warmup(const PipeStage& s, std::uint32_t micro_batches) {
@@ -106,79 +40,166 @@ std::string deadlock(const PipePlan& p, std::uint32_t x, const PipeOp& op) {
                      x, p.stages[x].name, op.backward ? "backward" : "forward", op.micro_batch);
 }
 
-// Fixed orders: each stage's passes start as soon as its last pass and their inputs are done.
-void run_fixed(const PipePlan& p, Estimate& e, std::vector<std::vector<PipeOp>>& order) {
-  const std::size_t n = p.stages.size();
-  std::vector<std::size_t> next(n, 0);
-  std::vector<double> free(n, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (std::uint32_t x = 0; x < n; ++x)
-      while (next[x] < order[x].size()) {
-        PipeOp& op = order[x][next[x]];
-        const double r = e.ready(x, op);
-        if (r == kUnknown) break;
-        e.place(x, op, std::max(free[x], r));
-        free[x] = op.end_s;
-        ++next[x];
-        progress = true;
-      }
+// The estimated run of a plan, in time order. A pass that ends sends its outputs (forward: to
+// the successors' micro-batches that share its samples; backward: the gradients to the
+// predecessors'); a message waits for the receiving stage's inbound link of its rate (a port
+// per dimension) and then takes bytes / rate. Fixed orders: a stage starts its next pass when
+// it is free and the pass's inputs are in. Greedy: a free stage starts a backward whose inputs
+// are in, else its next forward if it holds fewer than w micro-batches.
+class TimedRun {
+ public:
+  TimedRun(const PipePlan& p, const DeviceSpec& dev, MicroSchedule kind, std::vector<std::vector<PipeOp>>& order)
+      : p_(p), dev_(dev), kind_(kind), order_(order) {
+    const std::size_t n = p.stages.size();
+    mbs_.resize(n);
+    pending_.resize(n);
+    fwd_end_.resize(n);
+    links_.resize(n);
+    next_.assign(n, 0);
+    nf_.assign(n, 0);
+    nb_.assign(n, 0);
+    w_.resize(n);
+    free_.assign(n, 0);
+    for (std::uint32_t x = 0; x < n; ++x) {
+      const PipeStage& s = p.stages[x];
+      mbs_[x] = static_cast<std::uint32_t>(p.mini_batch / s.micro_batch);
+      w_[x] = warmup(s, mbs_[x]);
+      fwd_end_[x].assign(mbs_[x], kUnknown);
+      pending_[x].resize(2 * std::size_t{mbs_[x]});
+      for (std::uint32_t j = 0; j < mbs_[x]; ++j)
+        for (bool backward : {false, true})
+          for (std::uint32_t y : backward ? s.succs : s.preds)
+            pending_[x][2 * j + backward].missing += covering(x, j, y);
+    }
   }
-  for (std::uint32_t x = 0; x < n; ++x)
-    if (next[x] < order[x].size()) throw Error(deadlock(p, x, order[x][next[x]]));
-}
 
-// Greedy, in time order: the stage free first decides next. A stage with nothing it can do and
-// nothing in sight (its inputs come from passes not placed yet) steps aside until another stage
-// places a pass; when every stage with work left has stepped aside, the orders deadlock.
-void run_greedy(const PipePlan& p, Estimate& e, std::vector<std::vector<PipeOp>>& order) {
-  const std::size_t n = p.stages.size();
-  std::vector<std::uint32_t> nf(n, 0), nb(n, 0), w(n);
-  std::vector<double> free(n, 0);
-  std::vector<char> aside(n, 0);
-  for (std::uint32_t x = 0; x < n; ++x) w[x] = warmup(p.stages[x], e.micro_batches(x));
-  const auto remaining = [&](std::uint32_t x) { return nb[x] < e.micro_batches(x); };
-  const auto place = [&](std::uint32_t x, PipeOp op, double t) {
-    e.place(x, op, t);
-    order[x].push_back(op);
-    ++(op.backward ? nb : nf)[x];
-    free[x] = op.end_s;
-    std::fill(aside.begin(), aside.end(), 0);
-  };
-  while (true) {
-    std::uint32_t x = ~0u, stuck = ~0u;
-    for (std::uint32_t y = 0; y < n; ++y) {
-      if (!remaining(y)) continue;
-      if (aside[y]) {
-        stuck = y;
-        continue;
-      }
-      if (x == ~0u || free[y] < free[x]) x = y;
+  void run() {
+    for (std::uint32_t x = 0; x < p_.stages.size(); ++x) try_start(x, 0);
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      if (e.end) finished(e.stage, e.op, e.time);
+      try_start(e.stage, e.time);
     }
-    if (x == ~0u) {
-      if (stuck == ~0u) break;  // all done
-      const PipeOp op{nb[stuck] < nf[stuck], nb[stuck] < nf[stuck] ? nb[stuck] : nf[stuck]};
-      throw Error(deadlock(p, stuck, op));
-    }
-    const double t = free[x];
-    const PipeOp bwd{true, nb[x]}, fwd{false, nf[x]};
-    const double rb = nb[x] < nf[x] ? e.ready(x, bwd) : kUnknown;
-    const double rf = nf[x] < e.micro_batches(x) && nf[x] - nb[x] < w[x] ? e.ready(x, fwd) : kUnknown;
-    if (rb != kUnknown && rb <= t) {
-      place(x, bwd, t);
-    } else if (rf != kUnknown && rf <= t) {
-      place(x, fwd, t);
-    } else {  // nothing now: wait for the next thing that could change that
-      double next = kUnknown;
-      for (double c : {rb, rf, e.next_end_after(t)})
-        if (c != kUnknown && c > t && (next == kUnknown || c < next)) next = c;
-      if (next == kUnknown)
-        aside[x] = 1;
-      else
-        free[x] = next;
-    }
+    for (std::uint32_t x = 0; x < p_.stages.size(); ++x)
+      if (nb_[x] < mbs_[x])
+        throw Error(deadlock(p_, x, kind_ == MicroSchedule::KFKB ? order_[x][next_[x]] : PipeOp{nb_[x] < nf_[x], nb_[x] < nf_[x] ? nb_[x] : nf_[x]}));
   }
-}
+
+ private:
+  struct Pending {
+    std::uint32_t missing = 0;
+    double arrival = 0;
+  };
+  struct Event {
+    double time;
+    std::uint64_t seq;
+    std::uint32_t stage;
+    std::size_t op;  // index into the stage's order (an end)
+    bool end;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+
+  // Micro-batches of stage y that hold some of stage x's micro-batch j.
+  std::uint32_t covering(std::uint32_t x, std::uint32_t j, std::uint32_t y) const {
+    const std::uint64_t bx = p_.stages[x].micro_batch, by = p_.stages[y].micro_batch;
+    return static_cast<std::uint32_t>((j * bx + bx - 1) / by - j * bx / by + 1);
+  }
+
+  void push(double time, std::uint32_t stage, std::size_t op, bool end) {
+    events_.push({time, seq_++, stage, op, end});
+  }
+
+  // A message of `samples` samples at `per_sample` bytes from stage y to stage x, sent at t.
+  void deliver(std::uint32_t x, std::uint32_t y, std::uint32_t slot, double per_sample, double samples, double t) {
+    const PipeStage& s = p_.stages[x];
+    const double rate = dev_.link_between(s.first_device, p_.stages[y].first_device);
+    auto it = std::find_if(links_[x].begin(), links_[x].end(), [&](const auto& l) { return l.first == rate; });
+    if (it == links_[x].end()) it = links_[x].insert(links_[x].end(), {rate, 0.0});
+    it->second = std::max(it->second, t) + per_sample * samples / (s.replicas * rate);
+    Pending& q = pending_[x][slot];
+    --q.missing;
+    q.arrival = std::max(q.arrival, it->second);
+    touched_.push_back(x);
+  }
+
+  // Stage y's pass ended at t: its outputs (or gradients) go out.
+  void finished(std::uint32_t y, std::size_t index, double t) {
+    const PipeOp& op = order_[y][index];
+    const PipeStage& s = p_.stages[y];
+    if (!op.backward) fwd_end_[y][op.micro_batch] = t;
+    const std::uint64_t lo = op.micro_batch * s.micro_batch, hi = lo + s.micro_batch;
+    touched_.clear();
+    for (std::uint32_t x : op.backward ? s.preds : s.succs) {
+      const std::uint64_t bx = p_.stages[x].micro_batch;
+      const double per_sample = op.backward ? stage_edge_bytes(p_, x, y) : stage_edge_bytes(p_, y, x);
+      for (std::uint64_t j = lo / bx; j * bx < hi; ++j) {
+        const double samples = double(std::min(hi, (j + 1) * bx) - std::max(lo, j * bx));
+        deliver(x, y, static_cast<std::uint32_t>(2 * j + op.backward), per_sample, samples, t);
+      }
+    }
+    for (std::uint32_t x : touched_) push(t, x, 0, false);  // they may start now (or later)
+  }
+
+  // When the pass's inputs are all in (kUnknown: not yet).
+  double inputs(std::uint32_t x, const PipeOp& op) const {
+    const Pending& q = pending_[x][2 * op.micro_batch + op.backward];
+    if (q.missing) return kUnknown;
+    if (!op.backward) return q.arrival;
+    const double f = fwd_end_[x][op.micro_batch];
+    return f == kUnknown ? kUnknown : std::max(f, q.arrival);
+  }
+
+  void start(std::uint32_t x, const PipeOp& op, std::size_t index, double at) {
+    PipeOp& o = order_[x][index];
+    o = op;
+    o.start_s = at;
+    o.end_s = at + (op.backward ? p_.stages[x].backward_s : p_.stages[x].forward_s);
+    free_[x] = o.end_s;
+    ++(op.backward ? nb_ : nf_)[x];
+    push(o.end_s, x, index, true);
+  }
+
+  void try_start(std::uint32_t x, double now) {
+    if (free_[x] > now || nb_[x] == mbs_[x]) return;  // running (its end is still to come), or done
+    if (kind_ == MicroSchedule::KFKB) {
+      if (next_[x] >= order_[x].size()) return;
+      const PipeOp op = order_[x][next_[x]];
+      const double r = inputs(x, op);
+      if (r == kUnknown) return;
+      start(x, op, next_[x]++, std::max({free_[x], r, now}));
+      return;
+    }
+    const PipeOp bwd{true, nb_[x]}, fwd{false, nf_[x]};
+    const double rb = nb_[x] < nf_[x] ? inputs(x, bwd) : kUnknown;
+    const double rf = nf_[x] < mbs_[x] && nf_[x] - nb_[x] < w_[x] ? inputs(x, fwd) : kUnknown;
+    if (rb != kUnknown && rb <= now) return grow(x, bwd, now);
+    if (rf != kUnknown && rf <= now) return grow(x, fwd, now);
+    double wake = kUnknown;  // an input that is on its way
+    for (double r : {rb, rf})
+      if (r != kUnknown && (wake == kUnknown || r < wake)) wake = r;
+    if (wake != kUnknown) push(wake, x, 0, false);
+  }
+
+  void grow(std::uint32_t x, const PipeOp& op, double now) {
+    order_[x].push_back(op);
+    start(x, op, order_[x].size() - 1, now);
+  }
+
+  const PipePlan& p_;
+  const DeviceSpec& dev_;
+  MicroSchedule kind_;
+  std::vector<std::vector<PipeOp>>& order_;
+  std::vector<std::uint32_t> mbs_, nf_, nb_, w_;
+  std::vector<std::size_t> next_;
+  std::vector<double> free_;
+  std::vector<std::vector<Pending>> pending_;  // per stage: per micro-batch, forward then backward
+  std::vector<std::vector<double>> fwd_end_;
+  std::vector<std::vector<std::pair<double, double>>> links_;  // per stage: (rate, free from)
+  std::vector<std::uint32_t> touched_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::uint64_t seq_ = 0;
+};
 
 }  // namespace
 
@@ -198,17 +219,14 @@ double stage_edge_bytes(const PipePlan& plan, std::uint32_t from, std::uint32_t 
 }
 
 PipeSchedule schedule_pipeline(const PipePlan& plan, const DeviceSpec& dev, MicroSchedule kind) {
-  Estimate e(plan, dev);
   PipeSchedule s;
   s.kind = kind;
   const std::size_t n = plan.stages.size();
   s.order.resize(n);
-  if (kind == MicroSchedule::KFKB) {
-    for (std::uint32_t x = 0; x < n; ++x) s.order[x] = kfkb_order(plan.stages[x], e.micro_batches(x));
-    run_fixed(plan, e, s.order);
-  } else {
-    run_greedy(plan, e, s.order);
-  }
+  if (kind == MicroSchedule::KFKB)
+    for (std::uint32_t x = 0; x < n; ++x)
+      s.order[x] = kfkb_order(plan.stages[x], static_cast<std::uint32_t>(plan.mini_batch / plan.stages[x].micro_batch));
+  TimedRun(plan, dev, kind, s.order).run();
   s.peak_in_flight.assign(n, 0);
   s.busy_s.assign(n, 0);
   for (std::uint32_t x = 0; x < n; ++x) {

@@ -10,9 +10,9 @@
 //   idea of the thesis's Algorithm 4, backwards as early as possible; not its exact
 //   time-optimality test).
 //
-// The orders are found by running the plan on the estimates (stage times from the planner, a
-// transfer at the rate of the slowest link between the stages' first devices, no contention),
-// which also gives the estimated iteration.
+// The orders are found by running the plan on the estimates in time order (stage times from
+// the planner; a message waits for the receiving stage's port of its link's rate, then takes
+// bytes over that rate), which also gives the estimated iteration.
 #include <cstdint>
 #include <string>
 #include <vector>
