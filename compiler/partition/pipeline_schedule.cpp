@@ -42,8 +42,8 @@ std::string deadlock(const PipePlan& p, std::uint32_t x, const PipeOp& op) {
 
 // The estimated run of a plan, in time order. A pass that ends sends its outputs (forward: to
 // the successors' micro-batches that share its samples; backward: the gradients to the
-// predecessors'); a message waits for the receiving stage's inbound link of its rate (a port
-// per dimension) and then takes bytes / rate. Fixed orders: a stage starts its next pass when
+// predecessors'); a message waits for the sending stage's outbound port and the receiving
+// stage's inbound port of its rate (a port per dimension each way) and takes bytes / rate. Fixed orders: a stage starts its next pass when
 // it is free and the pass's inputs are in. Greedy: a free stage starts a backward whose inputs
 // are in, else its next forward if it holds fewer than w micro-batches.
 class TimedRun {
@@ -55,6 +55,7 @@ class TimedRun {
     pending_.resize(n);
     fwd_end_.resize(n);
     links_.resize(n);
+    out_links_.resize(n);
     next_.assign(n, 0);
     nf_.assign(n, 0);
     nb_.assign(n, 0);
@@ -110,16 +111,29 @@ class TimedRun {
     events_.push({time, seq_++, stage, op, end});
   }
 
-  // A message of `samples` samples at `per_sample` bytes from stage y to stage x, sent at t.
+  // A port of a stage for links of `rate`: when it is free again.
+  static double& port(std::vector<std::pair<double, double>>& ports, double rate) {
+    auto it = std::find_if(ports.begin(), ports.end(), [&](const auto& l) { return l.first == rate; });
+    if (it == ports.end()) it = ports.insert(ports.end(), {rate, 0.0});
+    return it->second;
+  }
+
+  // A message of `samples` samples at `per_sample` bytes from stage y to stage x, ready at t: it
+  // leaves when y's outbound port of its rate is free, streams through, and ends when x's
+  // inbound port has taken it (cut-through: the later of the two ports sets the pace).
   void deliver(std::uint32_t x, std::uint32_t y, std::uint32_t slot, double per_sample, double samples, double t) {
     const PipeStage& s = p_.stages[x];
     const double rate = dev_.link_between(s.first_device, p_.stages[y].first_device);
-    auto it = std::find_if(links_[x].begin(), links_[x].end(), [&](const auto& l) { return l.first == rate; });
-    if (it == links_[x].end()) it = links_[x].insert(links_[x].end(), {rate, 0.0});
-    it->second = std::max(it->second, t) + per_sample * samples / (s.replicas * rate);
+    // each replica sends and receives its share of the samples on its own ports
+    const double bytes = per_sample * samples;
+    double& out = port(out_links_[y], rate);
+    double& in = port(links_[x], rate);
+    const double leave = std::max(t, out);
+    out = leave + bytes / (p_.stages[y].replicas * rate);
+    in = std::max(leave, in) + bytes / (s.replicas * rate);
     Pending& q = pending_[x][slot];
     --q.missing;
-    q.arrival = std::max(q.arrival, it->second);
+    q.arrival = std::max(q.arrival, in);
     touched_.push_back(x);
   }
 
@@ -195,7 +209,7 @@ class TimedRun {
   std::vector<double> free_;
   std::vector<std::vector<Pending>> pending_;  // per stage: per micro-batch, forward then backward
   std::vector<std::vector<double>> fwd_end_;
-  std::vector<std::vector<std::pair<double, double>>> links_;  // per stage: (rate, free from)
+  std::vector<std::vector<std::pair<double, double>>> links_, out_links_;  // per stage: (rate, free from)
   std::vector<std::uint32_t> touched_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::uint64_t seq_ = 0;

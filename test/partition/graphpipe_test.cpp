@@ -187,6 +187,32 @@ TEST_CASE("three branches on three devices: GraphPipe depth 2 vs a chain of 3, 2
   CHECK(gr.busy_cycles == std::vector<Cycles>{24000, 24000, 24000});  // 8 x (1000 + 2000) each
 }
 
+TEST_CASE("the estimate queues messages on the ports, by hand, and the simulator agrees", "[partition][graphpipe]") {
+  // Three branches of 1 us forward, 2 us backward per sample; a and b hand 64,000 B per sample to
+  // the join's stage (c, join), 1 us on a 64 B/cycle port at 1 GHz. One micro-batch: a, b:
+  // F [0, 1]; their outputs reach the join's stage at 2 and 3 (its inbound port takes one after
+  // the other); (c, join): F [3, 4], B [4, 6]; its two gradients leave one after the other
+  // (its outbound port): a has its at 7, b at 8; a: B [7, 9], b: B [8, 10]. Without the ports'
+  // queues it would be 8 us.
+  PipeModel m = three_branches();
+  m.layers[0].out_bytes = m.layers[1].out_bytes = 64000;
+  const sim::Config cfg = test::config(npus(3));
+  const DeviceSpec dev = device_spec(cfg, 3);
+  PipeOptions o;
+  o.mini_batch = 1;
+  const PipePlan g = plan_pipeline(m, dev, o);
+  REQUIRE(g.stages.size() == 3u);
+  REQUIRE(g.stages[2].preds.size() == 2u);
+  const PipeSchedule s = schedule_pipeline(g, dev, MicroSchedule::KFKB);
+  CHECK(s.iteration_s == Approx(10e-6));
+  // the simulator (each chip's AFI bus carries its messages one after the other): the same
+  // 10,000 cycles plus latencies and the packets' pipeline
+  const sim::PipelineResult r = sim::run_pipeline(cfg, lower::lower_pipeline(m, g, s));
+  INFO("simulated " << r.cycles);
+  CHECK(r.cycles >= 10000u);
+  CHECK(r.cycles <= 10000u + 300);
+}
+
 TEST_CASE("kFkB with k = 2 on the last stage: two backwards, two forwards", "[partition][graphpipe]") {
   const PipeModel m = three_branches();
   const DeviceSpec dev = device_spec(test::config(npus(3)), 3);
