@@ -1,9 +1,10 @@
 #include "compiler/lower/mapping_lower.h"
 
+#include "compiler/lower/pipeline_builder.h"
+
 #include <fmt/format.h>
 
-#include <cmath>
-#include <map>
+#include <algorithm>
 #include <tuple>
 
 #include "sim/common/error.h"
@@ -42,14 +43,10 @@ class ChipMap {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dims_[3];
 };
 
-Bytes whole(double bytes) { return std::max<Bytes>(1, static_cast<Bytes>(std::ceil(bytes))); }
-
 class Lowering {
  public:
   Lowering(const partition::LlmSpec& llm, const partition::SystemSpec& sys, const partition::Evaluation& e)
-      : llm_(llm), e_(e), map_(sys, e.mapping) {
-    prog_.devices.resize(sys.chips());
-    prog_.resident_bytes.assign(sys.chips(), 0);
+      : llm_(llm), e_(e), map_(sys, e.mapping), b_(sys.chips()) {
     const std::vector<partition::Kernel> layer = partition::gpt_layer(llm);
     out_bytes_ = layer.back().out_bytes;
     for (const partition::Kernel& k : layer) layer_weights_ += k.weight_bytes;
@@ -67,52 +64,24 @@ class Lowering {
           const std::uint32_t last = std::min(llm_.layers, first + per_stage_);
           // training keeps 8 x the fp16 weights (weights, gradients, fp32 master, two moments)
           const double weights = layer_weights_ / e_.tp * (last - first);
-          prog_.resident_bytes[chip] = whole(llm_.training ? 8 * weights : weights);
+          b_.prog.resident_bytes[chip] = message_bytes(llm_.training ? 8 * weights : weights);
           for (const auto& [forward, j] : orders[s]) pass(t, s, r, j, first, last, forward);
           if (llm_.training && e_.dp > 1) gradient_allreduce(t, s, r, weights);
         }
-    return std::move(prog_);
+    return std::move(b_.prog);
   }
 
  private:
+  // A block of messages: (kind: 0 TP forward, 1 hand-off forward, 2 TP backward, 3 hand-off
+  // backward, 4 DP; stage, micro-batch, DP replica or TP index, index within the pass)
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;
 
-  // The first id of the block of messages `key` names, made by whichever chip gets there first.
-  std::uint32_t block(const Key& key, const std::vector<sim::PipeMessage>& messages) {
-    auto it = ids_.find(key);
-    if (it != ids_.end()) return it->second;
-    const auto base = static_cast<std::uint32_t>(prog_.messages.size());
-    prog_.messages.insert(prog_.messages.end(), messages.begin(), messages.end());
-    ids_.emplace(key, base);
-    return base;
-  }
-
-  void step(std::uint32_t chip, sim::PipeStep::Kind kind, std::uint32_t message) {
-    sim::PipeStep st;
-    st.kind = kind;
-    st.message = message;
-    prog_.devices[chip].push_back(st);
-  }
-
   // An all-reduce of `bytes` over `n` chips, member q at chip `member(q)`, as two rings, half the
-  // data each, one each way round (the model's ring uses both directions of every link): a block
-  // of 2 x 2 (n - 1) x n messages named `key`, member q sending its k-th of a ring to its next.
+  // data each, one each way round (the model's ring uses both directions of every link).
   template <class Member>
   void ring_allreduce(const Key& key, std::uint32_t n, std::uint32_t me, double bytes, Member member) {
-    const std::uint32_t steps = 2 * (n - 1);
-    const auto next = [&](std::uint32_t q, bool up) { return up ? (q + 1) % n : (q + n - 1) % n; };
-    std::vector<sim::PipeMessage> rings;
-    for (bool up : {true, false})
-      for (std::uint32_t k = 0; k < steps; ++k)
-        for (std::uint32_t q = 0; q < n; ++q) rings.push_back({member(q), member(next(q, up)), whole(bytes / 2 / n)});
-    const std::uint32_t base = block(key, rings);
-    const std::uint32_t chip = member(me), half = steps * n;
-    for (std::uint32_t k = 0; k < steps; ++k) {
-      step(chip, sim::PipeStep::Send, base + k * n + me);
-      step(chip, sim::PipeStep::Send, base + half + k * n + me);
-      step(chip, sim::PipeStep::Wait, base + k * n + next(me, false));
-      step(chip, sim::PipeStep::Wait, base + half + k * n + next(me, true));
-    }
+    const std::uint32_t base = b_.block(key, PipelineBuilder<Key>::ring_messages(n, 2, message_bytes(bytes / 2 / n), member));
+    b_.ring_steps(member(me), base, n, 2, me);
   }
 
   // The n-th TP all-reduce of a pass of micro-batch j on stage s of replica r.
@@ -135,10 +104,11 @@ class Lowering {
             bool forward) {
     const std::uint32_t chip = map_.chip(t, s, r);
     const auto handoff = [&](std::uint32_t from, std::uint32_t to) {
-      return block({forward ? 1u : 3u, from, j, r, t}, {{map_.chip(t, from, r), map_.chip(t, to, r), whole(out_bytes_ / e_.tp)}});
+      return b_.block({forward ? 1u : 3u, from, j, r, t},
+                      {{map_.chip(t, from, r), map_.chip(t, to, r), message_bytes(out_bytes_ / e_.tp)}});
     };
-    if (forward && s > 0) step(chip, sim::PipeStep::Wait, handoff(s - 1, s));
-    if (!forward && s + 1 < e_.pp) step(chip, sim::PipeStep::Wait, handoff(s + 1, s));
+    if (forward && s > 0) b_.step(chip, sim::PipeStep::Wait, handoff(s - 1, s));
+    if (!forward && s + 1 < e_.pp) b_.step(chip, sim::PipeStep::Wait, handoff(s + 1, s));
     std::uint32_t n = 0;  // all-reduces of this pass on this chip, in order
     const auto& parts = e_.partitions;
     for (std::uint32_t i = 0; i < last - first; ++i)
@@ -147,12 +117,12 @@ class Lowering {
         sim::PipeStep c;
         c.flops = forward ? p.flops : 2 * p.flops;
         c.bytes = forward ? p.dram_bytes : 2 * p.dram_bytes + p.weight_bytes;
-        prog_.devices[chip].push_back(c);
+        b_.prog.devices[chip].push_back(c);
         if (e_.tp > 1)
           for (double b : forward ? p.allreduce_bytes : p.backward_allreduce_bytes) tp_allreduce(t, s, r, j, forward, n++, b);
       }
-    if (forward && s + 1 < e_.pp) step(chip, sim::PipeStep::Send, handoff(s, s + 1));
-    if (!forward && s > 0) step(chip, sim::PipeStep::Send, handoff(s, s - 1));
+    if (forward && s + 1 < e_.pp) b_.step(chip, sim::PipeStep::Send, handoff(s, s + 1));
+    if (!forward && s > 0) b_.step(chip, sim::PipeStep::Send, handoff(s, s - 1));
   }
 
   const partition::LlmSpec& llm_;
@@ -160,8 +130,7 @@ class Lowering {
   ChipMap map_;
   double out_bytes_ = 0, layer_weights_ = 0;
   std::uint32_t per_stage_ = 1;
-  std::map<Key, std::uint32_t> ids_;
-  sim::PipelineProgram prog_;
+  PipelineBuilder<Key> b_;
 };
 
 }  // namespace

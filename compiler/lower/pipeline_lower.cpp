@@ -1,5 +1,7 @@
 #include "compiler/lower/pipeline_lower.h"
 
+#include "compiler/lower/pipeline_builder.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,13 +40,11 @@ std::vector<Piece> pieces(const PipeStage& s, std::uint64_t lo, std::uint64_t hi
 
 class Lowering {
  public:
-  Lowering(const PipeModel& m, const PipePlan& p) : m_(m), p_(p) {
+  Lowering(const PipeModel& m, const PipePlan& p) : m_(m), p_(p), b_(p.devices_used) {
     const std::size_t n = p.stages.size();
     edge_.assign(n, std::vector<double>(n, 0));
     for (std::uint32_t x = 0; x < n; ++x)
       for (std::uint32_t z : p.stages[x].succs) edge_[x][z] = partition::stage_edge_bytes(p, x, z);
-    prog_.devices.resize(p.devices_used);
-    prog_.resident_bytes.assign(p.devices_used, 0);
   }
 
   sim::PipelineProgram run(const partition::PipeSchedule& sched) {
@@ -54,32 +54,17 @@ class Lowering {
       for (std::uint32_t l : s.layers) params += m_.layers[l].params;
       for (std::uint32_t q = 0; q < s.replicas; ++q) {
         const std::uint32_t dev = s.first_device + q;
-        prog_.resident_bytes[dev] = static_cast<Bytes>(std::ceil(params * m_.state_bytes_per_param));
+        b_.prog.resident_bytes[dev] = static_cast<Bytes>(std::ceil(params * m_.state_bytes_per_param));
         for (const PipeOp& op : sched.order[x]) pass(x, q, op);
       }
       allreduce(x, params);
     }
-    return std::move(prog_);
+    return std::move(b_.prog);
   }
 
  private:
+  // A message: (sender stage, replica, micro-batch, receiver stage, replica, micro-batch, backward)
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t, std::uint64_t, bool>;
-
-  std::uint32_t message(const Key& k, std::uint32_t src, std::uint32_t dst, double bytes) {
-    auto it = ids_.find(k);
-    if (it != ids_.end()) return it->second;
-    prog_.messages.push_back({src, dst, std::max<Bytes>(1, static_cast<Bytes>(std::ceil(bytes)))});
-    const auto id = static_cast<std::uint32_t>(prog_.messages.size() - 1);
-    ids_.emplace(k, id);
-    return id;
-  }
-
-  void push(std::uint32_t dev, sim::PipeStep::Kind kind, std::uint32_t msg) {
-    sim::PipeStep st;
-    st.kind = kind;
-    st.message = msg;
-    prog_.devices[dev].push_back(st);
-  }
 
   // Messages between replica q of stage x (its share of micro-batch j) and the replicas of its
   // neighbours `others` that share samples with it: activations forward, gradients backward.
@@ -98,8 +83,8 @@ class Lowering {
         const std::uint32_t peer = o.first_device + pc.rep;
         const Key k = outgoing ? Key{x, q, j, y, pc.rep, pc.mb, backward} : Key{y, pc.rep, pc.mb, x, q, j, backward};
         const std::uint32_t src = outgoing ? me : peer, dst = outgoing ? peer : me;
-        const std::uint32_t id = message(k, src, dst, per_sample * double(pc.samples));
-        push(me, outgoing ? sim::PipeStep::Send : sim::PipeStep::Wait, id);
+        const std::uint32_t id = b_.block(k, {{src, dst, message_bytes(per_sample * double(pc.samples))}});
+        b_.step(me, outgoing ? sim::PipeStep::Send : sim::PipeStep::Wait, id);
       }
     }
   }
@@ -110,8 +95,8 @@ class Lowering {
     const double per = double(s.micro_batch / s.replicas);
     exchange(x, q, op.micro_batch, op.backward, false);
     // one label per pass, shared by the stage's replicas
-    const auto [it, fresh] = labels_.try_emplace({x, op.backward, op.micro_batch}, static_cast<std::uint32_t>(prog_.labels.size()));
-    if (fresh) prog_.labels.push_back(fmt::format("S{} {}{}", x, op.backward ? 'B' : 'F', op.micro_batch));
+    const auto [it, fresh] = labels_.try_emplace({x, op.backward, op.micro_batch}, static_cast<std::uint32_t>(b_.prog.labels.size()));
+    if (fresh) b_.prog.labels.push_back(fmt::format("S{} {}{}", x, op.backward ? 'B' : 'F', op.micro_batch));
     const std::uint32_t label = it->second;
     double stash = 0;
     for (std::uint32_t l : s.layers) stash += m_.layers[l].stash_bytes;
@@ -126,36 +111,27 @@ class Lowering {
       st.bytes = factor * (L.weight_read_bytes + L.sample_bytes * per);
       st.label = label;
       if (i == 0) st.memory_delta = op.backward ? -held : held;
-      prog_.devices[dev].push_back(st);
+      b_.prog.devices[dev].push_back(st);
     }
     exchange(x, q, op.micro_batch, op.backward, true);
   }
 
-  // A ring all-reduce of the stage's weight gradients over its replicas.
+  // A ring all-reduce of the stage's weight gradients over its replicas (one ring).
   void allreduce(std::uint32_t x, double params) {
     const PipeStage& s = p_.stages[x];
     const std::uint32_t r = s.replicas;
     if (r < 2) return;
-    const double bytes = params * m_.param_bytes / r;
-    const std::uint32_t steps = 2 * (r - 1);
-    const auto first = static_cast<std::uint32_t>(prog_.messages.size());
-    for (std::uint32_t k = 0; k < steps; ++k)
-      for (std::uint32_t q = 0; q < r; ++q)
-        prog_.messages.push_back({s.first_device + q, s.first_device + (q + 1) % r,
-                                  std::max<Bytes>(1, static_cast<Bytes>(std::ceil(bytes)))});
-    for (std::uint32_t q = 0; q < r; ++q)
-      for (std::uint32_t k = 0; k < steps; ++k) {
-        push(s.first_device + q, sim::PipeStep::Send, first + k * r + q);
-        push(s.first_device + q, sim::PipeStep::Wait, first + k * r + (q + r - 1) % r);
-      }
+    const auto device = [&](std::uint32_t q) { return s.first_device + q; };
+    const std::uint32_t base =
+        b_.add(PipelineBuilder<Key>::ring_messages(r, 1, message_bytes(params * m_.param_bytes / r), device));
+    for (std::uint32_t q = 0; q < r; ++q) b_.ring_steps(device(q), base, r, 1, q);
   }
 
   const PipeModel& m_;
   const PipePlan& p_;
   std::vector<std::vector<double>> edge_;
-  std::map<Key, std::uint32_t> ids_;
+  PipelineBuilder<Key> b_;
   std::map<std::tuple<std::uint32_t, bool, std::uint64_t>, std::uint32_t> labels_;
-  sim::PipelineProgram prog_;
 };
 
 }  // namespace
