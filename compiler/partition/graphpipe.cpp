@@ -244,6 +244,12 @@ std::vector<double> chain_cut_bytes(const PipeModel& m) {
   return cut;
 }
 
+// Per device of a stage: its parameters' state, and the activations its in-flight samples keep,
+// shared out over its replicas.
+double stage_memory(const PipeModel& m, double params, double stash, std::uint64_t in_flight, std::uint32_t replicas) {
+  return params * m.state_bytes_per_param + stash * double(in_flight) / replicas;
+}
+
 // What a candidate stage (a range of a node's children) is made of, computed once.
 struct RangeInfo {
   std::vector<std::uint32_t> layers;
@@ -268,17 +274,20 @@ class Search {
     tps_ = tps;
     cap_ = allreduce_cap;
     memo_.clear();
-    const SpNode& root = t_.nodes[t_.root];
-    const std::uint32_t hi = root.kind == SpNode::Leaf ? 0 : static_cast<std::uint32_t>(root.children.size() - 1);
-    return solve(t_.root, 0, hi, dev_.devices, Config{}).entry.i;
+    return solve(t_.root, 0, last_child(t_.root), dev_.devices, Config{}).entry.i;
   }
 
   std::vector<PipeStage> stages() {
     std::vector<PipeStage> out;
     std::uint32_t next_device = 0;
-    const SpNode& root = t_.nodes[t_.root];
-    const std::uint32_t hi = root.kind == SpNode::Leaf ? 0 : static_cast<std::uint32_t>(root.children.size() - 1);
-    rebuild(t_.root, 0, hi, dev_.devices, Config{}, out, next_device);
+    const auto all = [](std::uint32_t, std::uint32_t, std::uint32_t) { return true; };
+    const auto emit = [&](std::uint32_t node, std::uint32_t lo, std::uint32_t hi, const Value& v) {
+      PipeStage st = describe(info(node, lo, hi), v.replicas, v.entry.b, v.entry.k, v.entry.i);
+      st.first_device = next_device;
+      next_device += v.replicas;
+      out.push_back(std::move(st));
+    };
+    walk(t_.root, 0, last_child(t_.root), dev_.devices, Config{}, all, emit);
     return out;
   }
 
@@ -357,7 +366,7 @@ class Search {
   }
 
   double memory(const RangeInfo& r, std::uint32_t replicas, std::uint64_t in_flight) const {
-    return r.params * m_.state_bytes_per_param + r.stash * double(in_flight) / replicas;
+    return stage_memory(m_, r.params, r.stash, in_flight, replicas);
   }
 
   // The range as one stage: the least in-flight (then TPS) over replicas, micro-batch and k.
@@ -427,33 +436,53 @@ class Search {
   // The configuration of the stage that holds `layer` in the sub-plan solve() chose.
   Config stage_config(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ,
                       std::uint32_t layer) {
+    Config found;
+    walk(node, lo, hi, d, succ,
+         [&](std::uint32_t n, std::uint32_t a, std::uint32_t b) { return holds(n, a, b, layer); },
+         [&](std::uint32_t, std::uint32_t, std::uint32_t, const Value& v) { found = v.entry; });
+    return found;
+  }
+
+  // Calls stage(node, lo, hi, value) for each stage of the sub-plan solve() chose, in topological
+  // order (a join's other children before its tail); a part for which enter(node, lo, hi) is
+  // false is skipped with its stages.
+  template <class Enter, class Stage>
+  void walk(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ,
+            const Enter& enter, const Stage& stage) {
     const Value v = solve(node, lo, hi, d, succ);
+    if (v.entry.i == kInf) throw Error("pipeline planner: internal: walking an infeasible plan");
     const SpNode& n = t_.nodes[node];
+    const bool series = n.kind == SpNode::Series;
+    const auto child = [&](std::uint32_t c, std::uint32_t dc, const Config& after) {
+      if (enter(node, c, c)) walk(n.children[c], 0, last_child(n.children[c]), dc, after, enter, stage);
+    };
     switch (v.how) {
-      case How::None:
-      case How::Stage: return v.entry;
-      case How::Child: return stage_config(n.children[lo], 0, last_child(n.children[lo]), d, succ, layer);
+      case How::None: break;
+      case How::Stage: stage(node, lo, hi, v); break;
+      case How::Child: child(lo, d, succ); break;
       case How::StageThenRest: {
         const Value rest = solve(node, v.split + 1, hi, d - v.d1, succ);
-        if (!holds(node, lo, v.split, layer)) return stage_config(node, v.split + 1, hi, d - v.d1, succ, layer);
-        return one_stage(node, lo, v.split, v.d1, n.kind == SpNode::Series ? rest.entry : succ).entry;
+        if (enter(node, lo, v.split))
+          stage(node, lo, v.split, one_stage(node, lo, v.split, v.d1, series ? rest.entry : succ));
+        if (enter(node, v.split + 1, hi)) walk(node, v.split + 1, hi, d - v.d1, succ, enter, stage);
+        break;
       }
       case How::ChildThenRest: {
-        if (!holds(node, lo, lo, layer)) return stage_config(node, lo + 1, hi, d - v.d1, succ, layer);
         const Value rest = solve(node, lo + 1, hi, d - v.d1, succ);
-        const std::uint32_t c = n.children[lo];
-        return stage_config(c, 0, last_child(c), v.d1, n.kind == SpNode::Series ? rest.entry : succ, layer);
+        child(lo, v.d1, series ? rest.entry : succ);
+        if (enter(node, lo + 1, hi)) walk(node, lo + 1, hi, d - v.d1, succ, enter, stage);
+        break;
       }
       case How::JoinTail: {
-        if (holds(node, lo, v.split - 1, layer))
-          return stage_config(node, lo, v.split - 1, d - v.d1, join_target(node, v.split, v.d1, succ, v.tail_child),
-                              layer);
-        if (!v.tail_child) return join_tail(node, v.split, v.d1, succ, false).entry;
-        const std::uint32_t c = n.children[v.split];
-        return stage_config(c, 0, last_child(c), v.d1, succ, layer);
+        if (enter(node, lo, v.split - 1))
+          walk(node, lo, v.split - 1, d - v.d1, join_target(node, v.split, v.d1, succ, v.tail_child), enter, stage);
+        if (v.tail_child)
+          child(v.split, v.d1, succ);
+        else if (enter(node, v.split, hi))
+          stage(node, v.split, hi, join_tail(node, v.split, v.d1, succ, false));
+        break;
       }
     }
-    return v.entry;
   }
 
   Value solve(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
@@ -518,51 +547,6 @@ class Search {
     return best;
   }
 
-  // Walks the choices of the last probe, appending stages in topological order.
-  void rebuild(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ,
-               std::vector<PipeStage>& out, std::uint32_t& next_device) {
-    const Value v = solve(node, lo, hi, d, succ);
-    if (v.entry.i == kInf) throw Error("pipeline planner: internal: rebuilding an infeasible plan");
-    const SpNode& n = t_.nodes[node];
-    const bool series = n.kind == SpNode::Series;
-    const auto full = [&](std::uint32_t child) { return last_child(child); };
-    const auto emit = [&](std::uint32_t lo2, std::uint32_t hi2, const Value& s) {
-      PipeStage st = describe(info(node, lo2, hi2), s.replicas, s.entry.b, s.entry.k, s.entry.i);
-      st.first_device = next_device;
-      next_device += s.replicas;
-      out.push_back(std::move(st));
-    };
-    switch (v.how) {
-      case How::None: break;
-      case How::Stage: emit(lo, hi, v); break;
-      case How::Child: rebuild(n.children[lo], 0, full(n.children[lo]), d, succ, out, next_device); break;
-      case How::StageThenRest: {
-        const Value rest = solve(node, v.split + 1, hi, d - v.d1, succ);
-        const Config after = series ? rest.entry : succ;
-        emit(lo, v.split, one_stage(node, lo, v.split, v.d1, after));
-        rebuild(node, v.split + 1, hi, d - v.d1, succ, out, next_device);
-        break;
-      }
-      case How::ChildThenRest: {
-        const Value rest = solve(node, lo + 1, hi, d - v.d1, succ);
-        const std::uint32_t child = n.children[lo];
-        rebuild(child, 0, full(child), v.d1, series ? rest.entry : succ, out, next_device);
-        rebuild(node, lo + 1, hi, d - v.d1, succ, out, next_device);
-        break;
-      }
-      case How::JoinTail: {  // the side first: its stages come before the join's
-        const Value tail = join_tail(node, v.split, v.d1, succ, v.tail_child);
-        rebuild(node, lo, v.split - 1, d - v.d1, join_target(node, v.split, v.d1, succ, v.tail_child), out,
-                next_device);
-        if (v.tail_child)
-          rebuild(n.children[v.split], 0, full(n.children[v.split]), v.d1, succ, out, next_device);
-        else
-          emit(v.split, hi, tail);
-        break;
-      }
-    }
-  }
-
   const PipeModel& m_;
   const SpTree& t_;
   const DeviceSpec& dev_;
@@ -600,18 +584,17 @@ void link_stages(const PipeModel& m, PipePlan& p, bool chain) {
     std::vector<std::uint32_t> stage_of(m.layers.size());
     for (std::uint32_t s = 0; s < p.stages.size(); ++s)
       for (std::uint32_t l : p.stages[s].layers) stage_of[l] = s;
-    for (std::uint32_t u = 0; u < m.layers.size(); ++u) {
-      std::vector<std::uint32_t> to;  // stages reading u's output, each once
-      for (std::uint32_t v = u + 1; v < m.layers.size(); ++v)
-        for (std::uint32_t in : m.layers[v].inputs)
-          if (in == u && stage_of[v] != stage_of[u] &&
-              std::find(to.begin(), to.end(), stage_of[v]) == to.end())
-            to.push_back(stage_of[v]);
-      for (std::uint32_t b : to) {
+    std::vector<std::vector<std::uint32_t>> readers(m.layers.size());  // per layer, the stages reading it, each once
+    for (std::uint32_t v = 0; v < m.layers.size(); ++v)
+      for (std::uint32_t u : m.layers[v].inputs) {
+        auto& r = readers[u];
+        if (stage_of[v] != stage_of[u] && std::find(r.begin(), r.end(), stage_of[v]) == r.end()) r.push_back(stage_of[v]);
+      }
+    for (std::uint32_t u = 0; u < m.layers.size(); ++u)
+      for (std::uint32_t b : readers[u]) {
         if (b < stage_of[u]) throw Error("pipeline planner: internal: a stage edge goes backward");
         connect(stage_of[u], b, m.layers[u].out_bytes);
       }
-    }
   }
   std::vector<std::uint32_t> depth(p.stages.size(), 1);
   for (std::size_t s = p.stages.size(); s-- > 0;)
@@ -668,7 +651,7 @@ void settle_in_flight(const PipeModel& m, const DeviceSpec& dev, PipePlan& p) {
       params += m.layers[l].params;
       stash += m.layers[l].stash_bytes;
     }
-    s.memory_bytes = params * m.state_bytes_per_param + stash * double(s.in_flight) / s.replicas;
+    s.memory_bytes = stage_memory(m, params, stash, s.in_flight, s.replicas);
     if (s.memory_bytes > dev.capacity_bytes)
       throw Error(fmt::format("pipeline planner: stage {} ({}) needs {:.3g} GB for {} samples in flight, more than "
                               "a device's {:.3g} GB",
