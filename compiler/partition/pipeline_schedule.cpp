@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <queue>
 
@@ -43,9 +42,10 @@ std::string deadlock(const PipePlan& p, std::uint32_t x, const PipeOp& op) {
 // The estimated run of a plan, in time order. A pass that ends sends its outputs (forward: to
 // the successors' micro-batches that share its samples; backward: the gradients to the
 // predecessors'); a message waits for the sending stage's outbound port and the receiving
-// stage's inbound port of its rate (a port per dimension each way) and takes bytes / rate. Fixed orders: a stage starts its next pass when
-// it is free and the pass's inputs are in. Greedy: a free stage starts a backward whose inputs
-// are in, else its next forward if it holds fewer than w micro-batches.
+// stage's inbound port of its rate (a port per dimension each way) and takes bytes / rate.
+// Fixed orders: a stage starts its next pass when it is free and the pass's inputs are in.
+// Greedy: a free stage starts a backward whose inputs are in, else its next forward if it holds
+// fewer than w micro-batches.
 class TimedRun {
  public:
   TimedRun(const PipePlan& p, const DeviceSpec& dev, MicroSchedule kind, std::vector<std::vector<PipeOp>>& order)
@@ -54,7 +54,7 @@ class TimedRun {
     mbs_.resize(n);
     pending_.resize(n);
     fwd_end_.resize(n);
-    links_.resize(n);
+    in_links_.resize(n);
     out_links_.resize(n);
     next_.assign(n, 0);
     nf_.assign(n, 0);
@@ -127,7 +127,7 @@ class TimedRun {
     // each replica sends and receives its share of the samples on its own ports
     const double bytes = per_sample * samples;
     double& out = port(out_links_[y], rate);
-    double& in = port(links_[x], rate);
+    double& in = port(in_links_[x], rate);
     const double leave = std::max(t, out);
     out = leave + bytes / (p_.stages[y].replicas * rate);
     in = std::max(leave, in) + bytes / (s.replicas * rate);
@@ -209,7 +209,7 @@ class TimedRun {
   std::vector<double> free_;
   std::vector<std::vector<Pending>> pending_;  // per stage: per micro-batch, forward then backward
   std::vector<std::vector<double>> fwd_end_;
-  std::vector<std::vector<std::pair<double, double>>> links_, out_links_;  // per stage: (rate, free from)
+  std::vector<std::vector<std::pair<double, double>>> in_links_, out_links_;  // per stage: (rate, free from)
   std::vector<std::uint32_t> touched_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::uint64_t seq_ = 0;

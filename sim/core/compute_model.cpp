@@ -76,4 +76,8 @@ Cycles row_op_cycles(const CoreConfig& core, ComputeKind kind, std::uint64_t row
   return core.vector.issue_cycles + rows * per_row;
 }
 
+Cycles roofline_cycles(double flops, double bytes, double flops_per_cycle, double bytes_per_cycle) {
+  return static_cast<Cycles>(std::ceil(std::max(flops / flops_per_cycle, bytes / bytes_per_cycle)));
+}
+
 }  // namespace tessera::sim

@@ -40,4 +40,8 @@ Cycles row_op_cycles(const CoreConfig& core, ComputeKind kind, std::uint64_t row
 // ceil(log2(x)) for x >= 1: the depth of a lane-reduction tree.
 std::uint64_t log2_ceil(std::uint64_t x);
 
+// A GPU-like NPU's work (system.npu, tessera train and the pipeline runner) as a roofline: the
+// longer of its FLOPs and its memory bytes at the given rates, in whole cycles.
+Cycles roofline_cycles(double flops, double bytes, double flops_per_cycle, double bytes_per_cycle);
+
 }  // namespace tessera::sim

@@ -8,6 +8,7 @@
 #include <queue>
 
 #include "sim/common/error.h"
+#include "sim/core/compute_model.h"
 #include "sim/noc/packet_net.h"
 
 namespace tessera::sim {
@@ -126,8 +127,8 @@ class Runner : public TransportListener {
       switch (s.kind) {
         case PipeStep::Compute: {
           const NpuConfig& npu = *cfg_.system.npu;
-          const double c = std::max(s.flops / npu.fp16_flops_per_cycle, s.bytes / npu.memory_bytes_per_cycle);
-          const Cycles cycles = static_cast<Cycles>(std::ceil(c));
+          const Cycles cycles =
+              roofline_cycles(s.flops, s.bytes, npu.fp16_flops_per_cycle, npu.memory_bytes_per_cycle);
           memory_[d] += s.memory_delta;
           r_.peak_memory_bytes[d] = std::max(r_.peak_memory_bytes[d], static_cast<Bytes>(std::max<std::int64_t>(memory_[d], 0)));
           check_memory(d, pc_[d]);

@@ -8,6 +8,7 @@
 
 #include "sim/collective/engines.h"
 #include "sim/common/error.h"
+#include "sim/core/compute_model.h"
 #include "sim/noc/packet_net.h"
 
 namespace tessera::sim {
@@ -33,7 +34,7 @@ LayerWork parse_work(const JsonReader& r) {
 
 // Cycles of one part of a layer at compute's share of the NPU.
 Cycles roofline(const LayerWork& w, double flops_per_cycle, double bytes_per_cycle) {
-  return static_cast<Cycles>(std::ceil(std::max(w.flops / flops_per_cycle, w.bytes / bytes_per_cycle)));
+  return roofline_cycles(w.flops, w.bytes, flops_per_cycle, bytes_per_cycle);
 }
 
 // The smallest size every phase of the hierarchical all-reduce divides into equal messages on
