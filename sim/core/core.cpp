@@ -17,10 +17,10 @@ const char* activity_name(Activity a) {
 
 Core::Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
            TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
-           FunctionalContext* functional, RelayoutRunner& relayouts)
+           FunctionalContext* functional, RelayoutRunner& relayouts, bool relayouts_by_items)
     : sc_core::sc_module(name), dma("dma"), barrier("barrier"), prog_(program),
       issue_cycles_(dma_issue_cycles), trace_(trace), track_(trace_track), status_(status), tags_(tags),
-      fx_(functional), relayouts_(relayouts) {
+      fx_(functional), relayouts_(relayouts), relayouts_by_items_(relayouts_by_items) {
   SC_THREAD(run);
 }
 
@@ -145,26 +145,68 @@ Activity Core::transfer(const Item& it) {
   }
 }
 
-// A relayout's steps run as the items they stand for (a functional program has them written
-// out at load time instead).
+// A relayout's steps run on the DMA engine as the items they stand for, with the same timing
+// (the fabric runs them back to back: no wake-up of this thread per message); a functional
+// program has them written out at load time instead.
 void Core::run_relayout(const Item& it) {
   if (fx_)
     throw SimulationError(fmt::format("core {}: functional mode: relayout at {} was not expanded at load time",
                                       prog_.core, item_location(*fx_->program, prog_, it)));
   const RelayoutRunner::Steps steps = relayouts_.steps(it.arg, prog_.core);
-  Item x;
-  x.where = it.where;
-  step_ = &x;
-  for (const RelayoutStep& s : steps) {
-    x.op = s.kind == RelayoutStep::Send ? Op::Send : s.kind == RelayoutStep::Recv ? Op::Recv : Op::Compute;
-    x.kind = ComputeKind::Elementwise;
-    x.arg = s.peer;
-    x.tag = s.tag;
-    x.value = s.value;
-    execute(x);
+  relayout_ = &it;
+  if (relayouts_by_items_) {
+    run_relayout_items(it, steps);
+  } else {
+    dma->relayout(it.arg, steps.pieces, steps.first, steps.count, *this);
+    dma->wait(0);
   }
-  step_ = nullptr;
-  relayouts_.done(it.arg);
+  relayout_ = nullptr;
+  if (relayouts_.done(it.arg)) dma->relayout_finished(it.arg);
+}
+
+// The reference: the steps as items on this thread, each send and receive through the DMA
+// engine's blocking handle and matched with the plain messages (SimOptions::relayouts_by_items).
+void Core::run_relayout_items(const Item& it, const RelayoutRunner::Steps& steps) {
+  item_step_ = Item{};
+  item_step_.where = it.where;
+  for (const RelayoutStep& s : steps) {
+    item_step_.op = s.kind == RelayoutStep::Send ? Op::Send : s.kind == RelayoutStep::Recv ? Op::Recv : Op::Compute;
+    item_step_.kind = ComputeKind::Elementwise;
+    item_step_.arg = s.peer;
+    item_step_.tag = s.tag;
+    item_step_.value = s.value;
+    execute(item_step_);
+  }
+}
+
+void Core::step_done(const RelayoutStep& s, Cycles start, Cycles end) {
+  const Activity a = s.kind == RelayoutStep::Send   ? Activity::Send
+                     : s.kind == RelayoutStep::Recv ? Activity::Recv
+                                                    : Activity::Compute;
+  ++items_run_;
+  account(a, s.tag, start, end);
+}
+
+const Item& Core::current() const {
+  if (!relayout_) return prog_.code[pc_];
+  if (relayouts_by_items_) return item_step_;
+  step_item_ = *relayout_;
+  if (const RelayoutStep* s = dma->relayout_step()) {
+    step_item_.op = s->kind == RelayoutStep::Send ? Op::Send : s->kind == RelayoutStep::Recv ? Op::Recv : Op::Compute;
+    step_item_.arg = s->peer;
+    step_item_.value = s->value;
+  }
+  return step_item_;
+}
+
+void Core::account(Activity a, std::uint32_t tag, Cycles start, Cycles end) {
+  busy_[static_cast<int>(a)] += end - start;
+  if (tag != kNoTag) {
+    tags_.busy[tag][static_cast<int>(a)] += end - start;
+    tags_.first[tag] = std::min(tags_.first[tag], start);
+    tags_.last[tag] = std::max(tags_.last[tag], end);
+  }
+  if (trace_) trace_->span(track_, activity_name(a), start, end - start);
 }
 
 void Core::execute(const Item& it) {
@@ -179,14 +221,7 @@ void Core::execute(const Item& it) {
     case Op::Sync: a = Activity::Sync; barrier->arrive(it.arg, prog_.core); break;
     default: a = transfer(it); break;
   }
-  const Cycles end = now_cycles();
-  busy_[static_cast<int>(a)] += end - start;
-  if (it.tag != kNoTag) {
-    tags_.busy[it.tag][static_cast<int>(a)] += end - start;
-    tags_.first[it.tag] = std::min(tags_.first[it.tag], start);
-    tags_.last[it.tag] = std::max(tags_.last[it.tag], end);
-  }
-  if (trace_) trace_->span(track_, activity_name(a), start, end - start);
+  account(a, it.tag, start, now_cycles());
 }
 
 }  // namespace tessera::sim

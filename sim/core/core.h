@@ -41,7 +41,7 @@ struct RunStatus {
   bool simulation_error = false;
 };
 
-class Core : public sc_core::sc_module {
+class Core : public sc_core::sc_module, private StepSink {
  public:
   sc_core::sc_port<DmaIf> dma;
   sc_core::sc_port<BarrierIf> barrier;
@@ -49,14 +49,14 @@ class Core : public sc_core::sc_module {
   SC_HAS_PROCESS(Core);
   Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
        TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
-       FunctionalContext* functional, RelayoutRunner& relayouts);
+       FunctionalContext* functional, RelayoutRunner& relayouts, bool relayouts_by_items = false);
 
   const CoreProgram& program() const { return prog_; }
   bool done() const { return done_; }
   Cycles finish_cycle() const { return finish_; }
   Cycles busy(Activity a) const { return busy_[static_cast<int>(a)]; }
   // The item the core is executing (for deadlock reports): within a relayout, its current step.
-  const Item& current() const { return step_ ? *step_ : prog_.code[pc_]; }
+  const Item& current() const;
   // Work items run so far, counting loop iterations and every step of a relayout.
   std::uint64_t items_run() const { return items_run_; }
 
@@ -64,8 +64,11 @@ class Core : public sc_core::sc_module {
   void run();
   void execute(const Item& item);
   void run_relayout(const Item& item);
+  void run_relayout_items(const Item& item, const RelayoutRunner::Steps& steps);
   void functional(const Item& item);
   Activity transfer(const Item& item);
+  void step_done(const RelayoutStep& step, Cycles start, Cycles end) override;
+  void account(Activity a, std::uint32_t tag, Cycles start, Cycles end);
   std::shared_ptr<const Payload> payload(const Item& item);
   Buffer& buffer(std::uint32_t slot);
 
@@ -77,7 +80,10 @@ class Core : public sc_core::sc_module {
   TagStats& tags_;
   FunctionalContext* fx_;
   RelayoutRunner& relayouts_;
-  const Item* step_ = nullptr;
+  const Item* relayout_ = nullptr;   // the relayout item the DMA engine runs
+  mutable Item step_item_;           // what current() reports within it
+  bool relayouts_by_items_;
+  Item item_step_;                   // the reference path's current step as an item
   std::uint64_t items_run_ = 0;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // functional mode: by slot
   std::shared_ptr<const Payload> received_;

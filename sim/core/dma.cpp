@@ -41,6 +41,12 @@ void Dma::collective(std::uint32_t handle, std::uint32_t index) {
   net->collective(core_, index, c);
 }
 
+void Dma::relayout(std::uint32_t relayout, std::uint32_t pieces, const RelayoutStep* steps, std::size_t count,
+                   StepSink& sink) {
+  Completion& c = start(0);
+  net->relayout(core_, relayout, pieces, steps, count, sink, c);
+}
+
 std::shared_ptr<const Payload> Dma::wait(std::uint32_t handle) {
   Completion& c = *slots_[handle];
   c.wait();

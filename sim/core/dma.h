@@ -20,6 +20,12 @@ class DmaIf : public virtual sc_core::sc_interface {
   virtual void recv(std::uint32_t handle, std::uint32_t src, Bytes bytes) = 0;
   virtual void memory(std::uint32_t handle, Bytes bytes, bool write) = 0;
   virtual void collective(std::uint32_t handle, std::uint32_t index) = 0;
+  // The core's steps of a relayout, run back to back by the engine (relayout_engine.h); the
+  // blocking handle's wait returns when the last is done.
+  virtual void relayout(std::uint32_t relayout, std::uint32_t pieces, const RelayoutStep* steps, std::size_t count,
+                        StepSink& sink) = 0;
+  virtual void relayout_finished(std::uint32_t relayout) = 0;
+  virtual const RelayoutStep* relayout_step() const = 0;
   // Blocks until the transfer on `handle` is complete; returns what a receive carried. Throws
   // SimulationError when it cannot complete (a receive whose size differs from the send's).
   virtual std::shared_ptr<const Payload> wait(std::uint32_t handle) = 0;
@@ -35,6 +41,10 @@ class Dma : public sc_core::sc_module, public DmaIf {
   void recv(std::uint32_t handle, std::uint32_t src, Bytes bytes) override;
   void memory(std::uint32_t handle, Bytes bytes, bool write) override;
   void collective(std::uint32_t handle, std::uint32_t index) override;
+  void relayout(std::uint32_t relayout, std::uint32_t pieces, const RelayoutStep* steps, std::size_t count,
+                StepSink& sink) override;
+  void relayout_finished(std::uint32_t relayout) override { net->relayout_finished(relayout); }
+  const RelayoutStep* relayout_step() const override { return net->relayout_step(core_); }
   std::shared_ptr<const Payload> wait(std::uint32_t handle) override;
 
  private:

@@ -20,7 +20,12 @@ std::unique_ptr<Transport> make_transport(const Config& cfg, TraceRecorder* trac
 
 Network::Network(sc_core::sc_module_name name, const Config& cfg, TraceRecorder* trace)
     : sc_core::sc_module(name), transport_(make_transport(cfg, trace)),
-      unmatched_count_(cfg.total_cores(), 0) {
+      unmatched_count_(cfg.total_cores(), 0),
+      relayouts_(cfg.total_cores(), [this](std::uint64_t id, std::uint32_t src, std::uint32_t dst, Bytes bytes, Cycles when) {
+        ++messages_;
+        transport_->inject(id, src, dst, bytes, when);
+        wake_at(when);
+      }) {
   transport_->set_listener(this);
   SC_METHOD(step);
   sensitive << wake_;
@@ -152,8 +157,14 @@ void Network::release(std::uint32_t m) {
   }
 }
 
+void Network::relayout(std::uint32_t core, std::uint32_t relayout, std::uint32_t pieces, const RelayoutStep* steps,
+                       std::size_t count, StepSink& sink, Completion& done) {
+  relayouts_.start(core, relayout, pieces, steps, count, now_cycles(), sink, done);
+}
+
 void Network::sent(std::uint64_t message, Cycles when) {
   if (message >= kEngineIds) return engine_->sent(message - kEngineIds, when);
+  if (message >= RelayoutEngine::kIds) return relayouts_.sent(message, when);
   Message& msg = pool_[message];
   msg.sent->complete(when);
   msg.sent = nullptr;
@@ -162,6 +173,7 @@ void Network::sent(std::uint64_t message, Cycles when) {
 
 void Network::delivered(std::uint64_t message, Cycles when) {
   if (message >= kEngineIds) return engine_->delivered(message - kEngineIds, when);
+  if (message >= RelayoutEngine::kIds) return relayouts_.delivered(message, when);
   Message& msg = pool_[message];
   msg.delivered = true;
   msg.arrival = when;

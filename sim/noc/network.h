@@ -36,6 +36,10 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
             Completion& done) override;
   void recv(std::uint32_t dst, std::uint32_t src, Bytes bytes, Completion& done) override;
   void collective(std::uint32_t core, std::uint32_t index, Completion& done) override;
+  void relayout(std::uint32_t core, std::uint32_t relayout, std::uint32_t pieces, const RelayoutStep* steps,
+                std::size_t count, StepSink& sink, Completion& done) override;
+  void relayout_finished(std::uint32_t relayout) override { relayouts_.forget(relayout); }
+  const RelayoutStep* relayout_step(std::uint32_t core) const override { return relayouts_.current(core); }
   ~Network() override;
 
   // The program's collectives, run by the named engine (ideal, cores or ace) on this network
@@ -47,7 +51,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   void stats(std::vector<ChannelStats*>& out) { transport_->stats(out); }
   std::uint64_t messages() const { return messages_; }
   // For deadlock reports: messages sent to `dst` and not received; packets still in the network.
-  std::size_t pending(std::uint32_t dst) const { return unmatched_count_[dst]; }
+  std::size_t pending(std::uint32_t dst) const { return unmatched_count_[dst] + relayouts_.pending(dst); }
   std::uint64_t in_flight() const { return transport_->in_flight(); }
   std::string stuck_report() const { return transport_->stuck_report(); }
   std::uint64_t hops() const { return transport_->hops(); }
@@ -90,6 +94,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   absl::flat_hash_map<std::uint64_t, Pending> pending_;  // by pair_key
   IndexPool<Posted> posts_;
   std::vector<std::size_t> unmatched_count_;           // per destination
+  RelayoutEngine relayouts_;                           // the cores' relayout items
   // The collective engine's messages are numbered from kEngineIds in the transport.
   static constexpr std::uint64_t kEngineIds = std::uint64_t{1} << 40;
   std::unique_ptr<CollectivePlan> collective_plan_;

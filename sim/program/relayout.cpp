@@ -105,9 +105,12 @@ void for_each_piece(const Layout& src, const Layout& dst,
 }
 
 StepsByCore<RelayoutStep> relayout_steps(const Relayout& r, const std::vector<Layout>& layouts) {
+  // steps_by_core makes a piece's send, then its receive: the receive closes the piece
+  std::uint32_t pieces = 0;
   return steps_by_core<RelayoutStep>(r, layouts, [&](RelayoutStep::Kind k, std::uint32_t peer, std::size_t i, const Box& b) {
     const auto elements = static_cast<std::uint64_t>(b.elements());
-    return RelayoutStep{k, peer, r.moves[i].tag, k == RelayoutStep::Copy ? elements : elements * r.moves[i].element_bytes};
+    const std::uint32_t piece = k == RelayoutStep::Recv ? pieces++ : k == RelayoutStep::Send ? pieces : 0;
+    return RelayoutStep{k, peer, r.moves[i].tag, piece, k == RelayoutStep::Copy ? elements : elements * r.moves[i].element_bytes};
   });
 }
 

@@ -60,10 +60,13 @@ void for_each_piece(const Layout& src, const Layout& dst,
 
 // What one core does for a re-layout, in order: a send or a receive of `value` bytes to or from
 // `peer`, or a local copy of `value` elements (elements are turned into cycles by the runner).
+// A send and the receive of the same piece share `piece` (numbered from 0 in the relayout), so a
+// receive knows its message without matching by (source, destination).
 struct RelayoutStep {
   enum Kind : std::uint8_t { Send, Copy, Recv } kind;  // also the order a core runs them in
   std::uint32_t peer;
   std::uint32_t tag;
+  std::uint32_t piece;
   std::uint64_t value;
 };
 
@@ -94,7 +97,7 @@ StepsByCore<T> steps_by_core(const Relayout& r, const std::vector<Layout>& layou
     for_each_piece(layouts[r.moves[i].from], layouts[r.moves[i].to], [&](std::uint32_t from, std::uint32_t to, const Box& b) {
       if (from == to) {
         raw.emplace_back(to * 3 + RelayoutStep::Copy, make(RelayoutStep::Copy, to, i, b));
-      } else {
+      } else {  // the send first, then the receive (relayout_steps numbers pieces by this)
         raw.emplace_back(from * 3 + RelayoutStep::Send, make(RelayoutStep::Send, to, i, b));
         raw.emplace_back(to * 3 + RelayoutStep::Recv, make(RelayoutStep::Recv, from, i, b));
       }

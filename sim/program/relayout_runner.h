@@ -19,20 +19,23 @@ class RelayoutRunner {
   struct Steps {
     const RelayoutStep* first = nullptr;
     std::size_t count = 0;
+    std::uint32_t pieces = 0;  // of the whole relayout (every core's sends)
     const RelayoutStep* begin() const { return first; }
     const RelayoutStep* end() const { return first + count; }
   };
   // Relayout r's steps on `core` (none when it only holds boxes nothing is read from); copies
   // carry their cycles. They stay valid until done() for this run.
   Steps steps(std::uint32_t r, std::uint32_t core);
-  // The core has run its steps of relayout r once.
-  void done(std::uint32_t r);
+  // The core has run its steps of relayout r once. Returns true when that was the last run of
+  // it (its steps are gone).
+  bool done(std::uint32_t r);
   std::uint64_t peak_steps_held() const { return peak_held_; }
 
  private:
   struct Live {
     StepsByCore<RelayoutStep> by_core;
     std::uint64_t runs_left = 0;
+    std::uint32_t pieces = 0;
   };
   const Program& prog_;
   const CoreConfig& core_;

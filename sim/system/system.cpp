@@ -11,7 +11,7 @@
 namespace tessera::sim {
 
 System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog, TraceRecorder* trace,
-               const std::string& collective_engine)
+               const std::string& collective_engine, bool relayouts_by_items)
     : sc_core::sc_module(name), cfg_(cfg), prog_(prog), tags_(prog.tags.size()), relayouts_(prog, cfg.chip.core),
       network_("network", cfg, trace), barrier_("barrier", cfg, prog),
       memory_("offchip", cfg, trace) {
@@ -34,7 +34,7 @@ System::System(sc_core::sc_module_name name, const Config& cfg, const Program& p
     d.mem.bind(memory_);
     cores_.push_back(std::make_unique<Core>(fmt::format("core_{}", cp.core).c_str(), cp,
                                             cfg.chip.dma.issue_cycles, trace, track, status_, tags_,
-                                            fx_.get(), relayouts_));
+                                            fx_.get(), relayouts_, relayouts_by_items));
     Core& c = *cores_.back();
     c.dma.bind(d);
     c.barrier.bind(barrier_);

@@ -16,8 +16,9 @@ namespace tessera::sim {
 class System : public sc_core::sc_module {
  public:
   // `collective_engine`: the engine that runs the program's collective items (ideal, cores, ace).
+  // `relayouts_by_items`: SimOptions::relayouts_by_items.
   System(sc_core::sc_module_name name, const Config& cfg, const Program& prog, TraceRecorder* trace,
-         const std::string& collective_engine = "ideal");
+         const std::string& collective_engine = "ideal", bool relayouts_by_items = false);
 
   // After sc_start: throws SimulationError on a failure or deadlock, else returns the results
   // document (docs/results.md).
