@@ -45,7 +45,7 @@ void Workload::add_tensor(const std::string& tname, std::vector<std::int64_t> sh
   for (auto d : shape)
     if (d <= 0) throw Error(fmt::format("workload: tensor '{}': dimension {} is not positive", tname, d));
   index_[tname] = tensors_.size();
-  tensors_.push_back(Tensor{tname, std::move(shape), dtype, role, false});
+  tensors_.push_back(Tensor{tname, std::move(shape), dtype, role, false, {}});
 }
 
 const Tensor& Workload::tensor(const std::string& tname) const {

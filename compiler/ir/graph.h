@@ -3,6 +3,7 @@
 // The dependency graph between operators is a Boost.Graph; every operator reads tensors that are
 // model inputs, weights, or outputs of earlier operators (a workload is checked when it is built,
 // and every error names the operator or tensor).
+#include <absl/container/flat_hash_map.h>
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <map>
@@ -74,9 +75,10 @@ class Workload {
 
  private:
   std::vector<Tensor> tensors_;
-  std::map<std::string, std::size_t> index_;
+  // by name; looked up for every plan the scheduler prices, so hashed
+  absl::flat_hash_map<std::string, std::size_t> index_;
   std::vector<Operator> ops_;
-  std::map<std::string, int> producer_;
+  absl::flat_hash_map<std::string, int> producer_;
   OpGraph graph_;
 };
 
