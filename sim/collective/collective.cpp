@@ -275,6 +275,7 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
   // A chip starts chunk c once it is done with chunk c - chunks_in_flight (of this collective).
   const std::uint32_t window = spec.chunks_in_flight == 0 ? chunks : spec.chunks_in_flight;
   std::vector<std::vector<std::vector<std::uint32_t>>> done;  // per chunk, per chip
+  const std::size_t messages_before = plan.messages.size(), waits_before = plan.waits.size();
   for (std::uint32_t i = 0; i < chunks; ++i) {
     const std::uint32_t c = first + i;
     ChunkBuilder b(plan, i >= window ? std::move(done[i - window]) : std::vector<std::vector<std::uint32_t>>(p));
@@ -306,6 +307,10 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
       }
     }
     done.push_back(b.take_last());
+    if (i == 0) {  // every chunk has the first one's messages: room for them all at once
+      plan.messages.reserve(plan.messages.size() + std::size_t{chunks - 1} * (plan.messages.size() - messages_before));
+      plan.waits.reserve(plan.waits.size() + std::size_t{chunks - 1} * (plan.waits.size() - waits_before));
+    }
     plan.chunk_sizes.push_back(chunk);
     plan.chunk_collective.push_back(id);
   }
@@ -346,7 +351,7 @@ void link_use(PacketNetwork& net, Cycles cycles, CollectiveResult& r) {
 std::vector<Cycles> run_plan(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
                              CollectiveResult& r) {
   require_afi(cfg);
-  PacketNetwork net(cfg);
+  PacketNetwork net(cfg, nullptr, /*with_cores=*/false);  // the collective sends from the AFIs only
   std::vector<Cycles> done = run_engine(cfg, engine, plan, net, r);
   r.messages = plan.messages.size();
   link_use(net, r.cycles, r);

@@ -13,8 +13,11 @@ namespace {
 Cycles ceil_fp(std::int64_t fp, std::int64_t frac) { return static_cast<Cycles>((fp + frac - 1) / frac); }
 }  // namespace
 
-PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace)
-    : topo_(cfg), trace_(trace) {
+PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_cores)
+    : topo_(cfg, with_cores), trace_(trace) {
+  channels_.reserve(topo_.channels().size());
+  stats_.reserve(topo_.channels().size());
+  buffers_.reserve(topo_.buffers().size());
   for (const ChannelSpec& s : topo_.channels()) {
     Channel ch;
     ch.bytes_per_cycle = s.bytes_per_cycle;

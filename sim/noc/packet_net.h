@@ -29,7 +29,8 @@ class TraceRecorder;
 
 class PacketNetwork : public Transport {
  public:
-  PacketNetwork(const Config& cfg, TraceRecorder* trace = nullptr);
+  // `with_cores`: NetTopology's (false: the chip links and AFIs only, for collectives run alone).
+  PacketNetwork(const Config& cfg, TraceRecorder* trace = nullptr, bool with_cores = true);
 
   void inject(std::uint64_t message, std::uint32_t src, std::uint32_t dst, Bytes bytes,
               Cycles when) override;

@@ -13,8 +13,9 @@ namespace {
 constexpr std::uint32_t kNone = ~0u;
 }  // namespace
 
-NetTopology::NetTopology(const Config& cfg) : cfg_(cfg), chips_(cfg.system.chips) {
-  for (std::uint32_t c = 0; c < cfg.system.chips; ++c) {
+NetTopology::NetTopology(const Config& cfg, bool with_cores)
+    : cfg_(cfg), chips_(cfg.system.chips), with_cores_(with_cores) {
+  for (std::uint32_t c = 0; with_cores && c < cfg.system.chips; ++c) {
     if (cfg.chip.exchange) build_exchange(c);
     else build_mesh(c);
   }
@@ -247,6 +248,7 @@ bool NetTopology::route(std::uint32_t src, std::uint32_t dst, std::vector<Hop>& 
     out.push_back({afi_bus_[to] + 1, kNoBuffer, 0});
     return false;
   }
+  if (!with_cores_) throw std::logic_error("NetTopology::route: this topology has the chip links and AFIs only");
   const std::uint32_t sc = src / cores, dc = dst / cores, ls = src % cores, ld = dst % cores;
   const Chip& s = chips_[sc];
   const Chip& d = chips_[dc];

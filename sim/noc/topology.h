@@ -41,7 +41,9 @@ struct BufferSpec {
 
 class NetTopology {
  public:
-  explicit NetTopology(const Config& cfg);
+  // `with_cores` false: only the chip links and the AFIs (a collective run alone); a route from
+  // or to a core is then an error.
+  explicit NetTopology(const Config& cfg, bool with_cores = true);
 
   const std::vector<ChannelSpec>& channels() const { return channels_; }
   const std::vector<BufferSpec>& buffers() const { return buffers_; }
@@ -104,6 +106,7 @@ class NetTopology {
   std::vector<bool> drives_;  // per entry of links_: a link the chip sends on (has an AFI queue)
   std::vector<std::uint32_t> link_first_;  // chip * dims + d -> first of its links in links_
   std::uint32_t endpoints_ = 0;
+  bool with_cores_ = true;
   // AFI: sources are numbered from afi_source_first_, chip by chip, one per entry of links_ of
   // the chip (entries that are not links stay unused); sinks follow.
   std::uint32_t afi_source_first_ = 0, afi_sink_first_ = 0;

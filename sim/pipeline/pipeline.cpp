@@ -55,7 +55,8 @@ void validate(const Config& cfg, const PipelineProgram& p) {
 // The chips' step lists against the packet network, in time order.
 class Runner : public TransportListener {
  public:
-  Runner(const Config& cfg, const PipelineProgram& p) : cfg_(cfg), p_(p), net_(cfg) {
+  // the stages send from the AFIs only: no cores in the network
+  Runner(const Config& cfg, const PipelineProgram& p) : cfg_(cfg), p_(p), net_(cfg, nullptr, false) {
     const std::size_t n = p.devices.size();
     pc_.assign(n, 0);
     time_.assign(n, 0);

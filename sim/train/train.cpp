@@ -153,7 +153,7 @@ void run_program(const Config& cfg, const std::string& engine, const TrainProgra
   }
   if (!cfg.system.afi)
     throw Error(fmt::format("train: config {} has no system.afi (docs/config.md)", cfg.name));
-  PacketNetwork net(cfg);
+  PacketNetwork net(cfg, nullptr, /*with_cores=*/false);  // the collectives send from the AFIs only
   const std::unique_ptr<CollectiveEngine> eng = make_engine(cfg, engine, plan, net, 0);
   net.set_listener(eng.get());
   std::vector<std::uint32_t> parts_done(plan.collectives, 0);

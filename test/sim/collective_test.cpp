@@ -216,3 +216,25 @@ TEST_CASE("halving-doubling all-reduce on 8 fully connected chips, by hand", "[c
                         sim::CollectiveAlgorithm::HalvingDoubling, 6 << 10, 0),
                     Contains("halving-doubling needs a power-of-two number of chips, not 6"));
 }
+
+TEST_CASE("topology: without cores, the AFI routes are the same and a core has no route", "[collective]") {
+  // A collective run alone builds the chip links and AFIs only (no exchange ports per core):
+  // the same hops between AFIs, by name, and a core is not an endpoint.
+  const sim::Config cfg = test::config(system_of(Json::array({dim("ring", 4), dim("ring", 2)})));
+  const sim::NetTopology full(cfg), bare(cfg, false);
+  CHECK(bare.channels().size() + 2 * cfg.total_cores() == full.channels().size());
+  for (std::uint32_t a = 0; a < 8; ++a)
+    for (std::uint32_t b = 0; b < 8; ++b) {
+      if (a == b) continue;
+      std::vector<sim::Hop> hf, hb;
+      full.route(full.afi_source(a, b), full.afi_sink(b), hf);
+      bare.route(bare.afi_source(a, b), bare.afi_sink(b), hb);
+      REQUIRE(hf.size() == hb.size());
+      for (std::size_t i = 0; i < hf.size(); ++i) {
+        CHECK(full.channels()[hf[i].channel].name == bare.channels()[hb[i].channel].name);
+        CHECK(hf[i].cls == hb[i].cls);
+      }
+    }
+  std::vector<sim::Hop> h;
+  CHECK_THROWS(bare.route(0, 2, h));
+}
