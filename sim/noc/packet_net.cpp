@@ -36,6 +36,7 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
   queue_head_.assign(sources, kNil);
   queue_tail_.assign(sources, kNil);
   source_busy_.assign(sources, false);
+  routes_.resize(kRouteCacheSlots);
 }
 
 void PacketNetwork::reset() {
@@ -71,16 +72,28 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   Message& msg = messages_[m];
   msg.id = message;
   msg.src = src;
-  msg.route.clear();
-  msg.coupled = topo_.route(src, dst, msg.route);
-  const Bytes pb = topo_.packet_bytes(src, dst);
-  msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
+  const CachedRoute& r = route_of(src, dst);
+  msg.route.assign(r.hops.begin(), r.hops.end());
+  msg.coupled = r.coupled;
+  msg.packet_bytes = r.coupled || r.packet_bytes == 0 ? bytes : r.packet_bytes;
   msg.unsent = bytes;
   msg.outstanding = 0;
   msg.arrival = 0;
   msg.next = kNil;
   msg.order = order_++;
   wheel_.push(when, {m, kNil, Kind::Inject});
+}
+
+const PacketNetwork::CachedRoute& PacketNetwork::route_of(std::uint32_t src, std::uint32_t dst) {
+  const std::uint64_t key = std::uint64_t{src} << 32 | dst;
+  CachedRoute& e = routes_[(key * 0x9E3779B97F4A7C15ull) >> 52];  // the top 12 bits: 4096 slots
+  if (e.key != key) {
+    e.key = key;
+    e.hops.clear();
+    e.coupled = topo_.route(src, dst, e.hops);
+    e.packet_bytes = topo_.packet_bytes(src, dst);
+  }
+  return e;
 }
 
 void PacketNetwork::advance(Cycles t) {

@@ -184,6 +184,18 @@ class PacketNetwork : public Transport {
     Kind kind;
   };
 
+  // Recently used routes, direct-mapped by (src, dst): traffic repeats its pairs (a collective's
+  // rings), and a route across chips is a walk over the dimensions. A fixed size, so a run with
+  // millions of pairs holds no more than this.
+  struct CachedRoute {
+    std::uint64_t key = ~std::uint64_t{0};
+    bool coupled = false;
+    Bytes packet_bytes = 0;
+    std::vector<Hop> hops;
+  };
+  static constexpr std::size_t kRouteCacheSlots = 4096;
+  const CachedRoute& route_of(std::uint32_t src, std::uint32_t dst);
+
   void process_cycle(Cycles t);
   void start_message(std::uint32_t m, Cycles t);
   void next_packet(std::uint32_t src, Cycles t);
@@ -228,6 +240,7 @@ class PacketNetwork : public Transport {
     std::uint32_t channel;
   };
   std::vector<Grant> grants_;
+  std::vector<CachedRoute> routes_;  // kRouteCacheSlots
   std::uint64_t order_ = 0, seq_ = 0, hops_ = 0, live_packets_ = 0;
 };
 
