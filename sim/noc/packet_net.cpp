@@ -37,6 +37,7 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
   queue_tail_.assign(sources, kNil);
   source_busy_.assign(sources, false);
   routes_.resize(kRouteCacheSlots);
+  cores_ = cfg.total_cores();
 }
 
 void PacketNetwork::reset() {
@@ -72,10 +73,18 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   Message& msg = messages_[m];
   msg.id = message;
   msg.src = src;
-  const CachedRoute& r = route_of(src, dst);
-  msg.route.assign(r.hops.begin(), r.hops.end());
-  msg.coupled = r.coupled;
-  msg.packet_bytes = r.coupled || r.packet_bytes == 0 ? bytes : r.packet_bytes;
+  Bytes pb = 0;
+  if (src >= cores_) {
+    const CachedRoute& r = route_of(src, dst);
+    msg.route.assign(r.hops.begin(), r.hops.end());
+    msg.coupled = r.coupled;
+    pb = r.packet_bytes;
+  } else {
+    msg.route.clear();
+    msg.coupled = topo_.route(src, dst, msg.route);
+    pb = topo_.packet_bytes(src, dst);
+  }
+  msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
   msg.unsent = bytes;
   msg.outstanding = 0;
   msg.arrival = 0;

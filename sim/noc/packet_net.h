@@ -184,9 +184,10 @@ class PacketNetwork : public Transport {
     Kind kind;
   };
 
-  // Recently used routes, direct-mapped by (src, dst): traffic repeats its pairs (a collective's
-  // rings), and a route across chips is a walk over the dimensions. A fixed size, so a run with
-  // millions of pairs holds no more than this.
+  // Recently used routes from AFIs, direct-mapped by (src, dst): a collective's rings repeat
+  // their pairs, and a route across chips is a walk over the dimensions. A fixed size, so a run
+  // with millions of pairs holds no more than this. Cores' routes are not cached: a core talks to
+  // many peers (a re-layout to most of its chip), and its routes are short to work out.
   struct CachedRoute {
     std::uint64_t key = ~std::uint64_t{0};
     bool coupled = false;
@@ -241,6 +242,7 @@ class PacketNetwork : public Transport {
   };
   std::vector<Grant> grants_;
   std::vector<CachedRoute> routes_;  // kRouteCacheSlots
+  std::uint32_t cores_ = 0;          // endpoints below this are cores
   std::uint64_t order_ = 0, seq_ = 0, hops_ = 0, live_packets_ = 0;
 };
 
