@@ -8,7 +8,25 @@
 
 namespace tessera::sim {
 
+void Scratchpad::touch(const std::string& buffer) {
+  if (bodies_.empty()) return;
+  const auto it = buffers_.find(buffer);
+  const Bytes now = it == buffers_.end() ? kNotLive : it->second;
+  for (auto& body : bodies_) body.try_emplace(buffer, now);  // the first touch holds the state before
+}
+
+bool Scratchpad::end_body() {
+  bool same = true;
+  for (const auto& [name, before] : bodies_.back()) {
+    const auto it = buffers_.find(name);
+    same = same && (it == buffers_.end() ? kNotLive : it->second) == before;
+  }
+  bodies_.pop_back();
+  return same;
+}
+
 void Scratchpad::alloc(const std::string& buffer, Bytes bytes, const std::string& where) {
+  touch(buffer);
   if (buffers_.count(buffer))
     throw ProgramError(fmt::format("{}: core {}: buffer '{}' is already allocated", where, core_, buffer));
   if (used_ + bytes > capacity_)
@@ -22,6 +40,7 @@ void Scratchpad::alloc(const std::string& buffer, Bytes bytes, const std::string
 }
 
 void Scratchpad::free(const std::string& buffer, const std::string& where) {
+  touch(buffer);
   auto it = buffers_.find(buffer);
   if (it == buffers_.end())
     throw ProgramError(fmt::format("{}: core {}: free of buffer '{}' that is not allocated", where, core_, buffer));
@@ -34,12 +53,6 @@ Bytes Scratchpad::size_of(const std::string& buffer, const std::string& where) c
   if (it == buffers_.end())
     throw ProgramError(fmt::format("{}: core {}: buffer '{}' is not allocated here", where, core_, buffer));
   return it->second;
-}
-
-std::vector<std::pair<std::string, Bytes>> Scratchpad::live_buffers() const {
-  std::vector<std::pair<std::string, Bytes>> v(buffers_.begin(), buffers_.end());
-  std::sort(v.begin(), v.end());
-  return v;
 }
 
 }  // namespace tessera::sim

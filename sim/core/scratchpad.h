@@ -26,14 +26,23 @@ class Scratchpad {
   Bytes used_bytes() const { return used_; }
   Bytes peak_bytes() const { return peak_; }
   Bytes capacity_bytes() const { return capacity_; }
-  // Snapshot of live buffers, to check that a loop body leaves the scratchpad as it found it.
-  std::vector<std::pair<std::string, Bytes>> live_buffers() const;
+  // A loop body must leave the scratchpad as it found it: begin_body() before reading it,
+  // end_body() after, true when every buffer it allocated or freed is back as it was (same name,
+  // same size). Bodies nest. Only the buffers a body touches are compared, so a body costs in
+  // proportion to what it does, not to every buffer that lives across it.
+  void begin_body() { bodies_.emplace_back(); }
+  bool end_body();
 
  private:
+  static constexpr Bytes kNotLive = ~Bytes{0};
+  void touch(const std::string& buffer);
+
   std::uint32_t core_;
   Bytes capacity_;
   Bytes used_ = 0, peak_ = 0;
   std::unordered_map<std::string, Bytes> buffers_;
+  // per open body: each buffer it touched, with its size before the body (kNotLive: not live)
+  std::vector<std::unordered_map<std::string, Bytes>> bodies_;
 };
 
 }  // namespace tessera::sim

@@ -529,14 +529,14 @@ class CoreReader {
       if (functional_)
         r.fail("op", "functional mode needs unrolled programs (each iteration touches different "
                      "values); compile with --functional");
-      auto before = pad_.live_buffers();
+      pad_.begin_body();
       const auto handles_before = pending_handles();
       std::size_t begin = out_.code.size();
       emit(Op::LoopBegin, static_cast<std::uint32_t>(count), 0, where, mult);
       read_items(r.value("body"), where + ".body", mult * count);
       emit(Op::LoopEnd, static_cast<std::uint32_t>(begin), 0, where, mult);
       // Every iteration must leave the scratchpad as it found it, or iteration 2 would differ.
-      if (pad_.live_buffers() != before)
+      if (!pad_.end_body())
         r.fail("body", "a repeat body must free every buffer it allocates and allocate every "
                        "buffer it frees");
       if (pending_handles() != handles_before)

@@ -115,6 +115,25 @@ TEST_CASE("program: structural errors name the core and item", "[bad-input]") {
   p = ProgramBuilder();
   p.core(0).push_back({{"op", "repeat"}, {"count", 3}, {"body", {{{"op", "alloc"}, {"buffer", "x"}, {"bytes", 8}}}}});
   check_program_error(p.json(), "a repeat body must free every buffer it allocates");
+  // a buffer from before the body, freed in it and allocated again at another size: not as found
+  p = ProgramBuilder();
+  p.alloc(0, "w", 16);
+  p.core(0).push_back({{"op", "repeat"}, {"count", 2}, {"body", {{{"op", "free"}, {"buffer", "w"}},
+                                                                {{"op", "alloc"}, {"buffer", "w"}, {"bytes", 8}}}}});
+  check_program_error(p.json(), "a repeat body must free every buffer it allocates");
+  // freed and allocated again at its size, inside a nested body: as found, the program runs
+  p = ProgramBuilder();
+  p.alloc(0, "w", 16);
+  const Json inner = {{"op", "repeat"}, {"count", 2}, {"body", {{{"op", "free"}, {"buffer", "w"}},
+                                                               {{"op", "alloc"}, {"buffer", "w"}, {"bytes", 16}}}}};
+  p.core(0).push_back({{"op", "repeat"}, {"count", 2}, {"body", Json::array({inner})}});
+  CHECK(test::total(test::run(test::exchange_config(2), p.json())) == 0);
+  // the inner body frees what the outer one allocated before it: the inner is not as found
+  p = ProgramBuilder();
+  const Json frees = {{"op", "repeat"}, {"count", 1}, {"body", {{{"op", "free"}, {"buffer", "x"}}}}};
+  const Json alloc_x = {{"op", "alloc"}, {"buffer", "x"}, {"bytes", 8}};
+  p.core(0).push_back({{"op", "repeat"}, {"count", 2}, {"body", Json::array({alloc_x, frees})}});
+  check_program_error(p.json(), "a repeat body must free every buffer it allocates");
 
   p = ProgramBuilder();
   p.groups["pair"] = {0, 1};
