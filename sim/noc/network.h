@@ -97,6 +97,10 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   RelayoutEngine relayouts_;                           // the cores' relayout items
   // The collective engine's messages are numbered from kEngineIds in the transport.
   static constexpr std::uint64_t kEngineIds = std::uint64_t{1} << 40;
+  // below them the relayout engine's (from RelayoutEngine::kIds, a 32-bit pool index added),
+  // below those the pool indices of the cores' own messages
+  static_assert(RelayoutEngine::kIds + (std::uint64_t{1} << 32) <= kEngineIds && RelayoutEngine::kIds >= (std::uint64_t{1} << 32),
+                "message id ranges overlap");
   std::unique_ptr<CollectivePlan> collective_plan_;
   std::unique_ptr<CollectiveEngine> engine_;
   std::vector<Completion*> collective_waiting_;  // per (collective, chip): the core's completion

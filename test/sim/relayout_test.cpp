@@ -64,6 +64,14 @@ TEST_CASE("relayout: rows to columns on two cores, by hand", "[relayout]") {
     CHECK((s[2].kind == sim::RelayoutStep::Recv && s[2].peer == 1 - c && s[2].value == 32));
   }
   CHECK(steps.count(2) == 0);  // a core beyond both layouts has no part
+  // each piece is one send and one receive with the peers swapped (the engine pairs them by it)
+  for (std::uint32_t c = 0; c < 2; ++c) {
+    const sim::RelayoutStep* s = steps.first(c);
+    const sim::RelayoutStep* other = steps.first(1 - c);
+    CHECK(s[0].piece == other[2].piece);  // c's send is the other's receive from c
+    CHECK(s[2].piece == other[0].piece);
+    CHECK(s[0].piece != s[2].piece);
+  }
 }
 
 TEST_CASE("relayout: replicas are read from the receiver itself, else by the receiver's id", "[relayout]") {
