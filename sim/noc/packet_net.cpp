@@ -97,10 +97,11 @@ const PacketNetwork::CachedRoute& PacketNetwork::route_of(std::uint32_t src, std
   const std::uint64_t key = std::uint64_t{src} << 32 | dst;
   CachedRoute& e = routes_[(key * 0x9E3779B97F4A7C15ull) >> 52];  // the top 12 bits: 4096 slots
   if (e.key != key) {
-    e.key = key;
+    e.key = ~std::uint64_t{0};  // not valid until the route is whole (route() may throw)
     e.hops.clear();
     e.coupled = topo_.route(src, dst, e.hops);
     e.packet_bytes = topo_.packet_bytes(src, dst);
+    e.key = key;
   }
   return e;
 }
