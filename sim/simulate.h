@@ -17,8 +17,8 @@ struct SimOptions {
   // (SystemC elaborates once per process); saves forking a process that holds a huge program.
   bool in_process = false;
   std::string collective_engine = "ideal";  // what runs the program's collective items
-  // Reference for tests and the benchmark: each core runs its relayout steps as the items they
-  // stand for on its own thread, matched with the plain messages (slower; same timing).
+  // Reference for tests: each core runs its relayout steps as the items they stand for on its
+  // own thread, matched with the plain messages (slower; same timing).
   bool relayouts_by_items = false;
 };
 

@@ -1,12 +1,11 @@
 #include "compiler/lower/mapping_lower.h"
 
-#include "compiler/lower/pipeline_builder.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <tuple>
 
+#include "compiler/lower/pipeline_builder.h"
 #include "sim/common/error.h"
 
 namespace tessera::lower {

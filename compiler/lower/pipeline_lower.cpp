@@ -1,7 +1,5 @@
 #include "compiler/lower/pipeline_lower.h"
 
-#include "compiler/lower/pipeline_builder.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "compiler/lower/pipeline_builder.h"
 #include "sim/common/error.h"
 
 namespace tessera::lower {

@@ -82,9 +82,12 @@ class TimedRun {
       if (e.end) finished(e.stage, e.op, e.time);
       try_start(e.stage, e.time);
     }
-    for (std::uint32_t x = 0; x < p_.stages.size(); ++x)
-      if (nb_[x] < mbs_[x])
-        throw Error(deadlock(p_, x, kind_ == MicroSchedule::KFKB ? order_[x][next_[x]] : PipeOp{nb_[x] < nf_[x], nb_[x] < nf_[x] ? nb_[x] : nf_[x]}));
+    for (std::uint32_t x = 0; x < p_.stages.size(); ++x) {
+      if (nb_[x] == mbs_[x]) continue;
+      if (kind_ == MicroSchedule::KFKB) throw Error(deadlock(p_, x, order_[x][next_[x]]));
+      const bool backward = nb_[x] < nf_[x];  // greedy: the pass it would take next
+      throw Error(deadlock(p_, x, PipeOp{backward, backward ? nb_[x] : nf_[x]}));
+    }
   }
 
  private:

@@ -11,8 +11,9 @@
 //   time-optimality test).
 //
 // The orders are found by running the plan on the estimates in time order (stage times from
-// the planner; a message waits for the receiving stage's port of its link's rate, then takes
-// bytes over that rate), which also gives the estimated iteration.
+// the planner; a message waits for the sending stage's outbound and the receiving stage's
+// inbound port of its link's rate, each replica carrying its share at that rate), which also
+// gives the estimated iteration.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -164,18 +164,26 @@ void Core::run_relayout(const Item& it) {
   if (relayouts_.done(it.arg)) dma->relayout_finished(it.arg);
 }
 
+namespace {
+// The item a relayout step stands for (a copy is element-wise compute of its cycles).
+Item step_item(const Item& relayout, const RelayoutStep& s) {
+  Item x;
+  x.where = relayout.where;
+  x.op = s.kind == RelayoutStep::Send ? Op::Send : s.kind == RelayoutStep::Recv ? Op::Recv : Op::Compute;
+  x.kind = ComputeKind::Elementwise;
+  x.arg = s.peer;
+  x.tag = s.tag;
+  x.value = s.value;
+  return x;
+}
+}  // namespace
+
 // The reference: the steps as items on this thread, each send and receive through the DMA
 // engine's blocking handle and matched with the plain messages (SimOptions::relayouts_by_items).
 void Core::run_relayout_items(const Item& it, const RelayoutRunner::Steps& steps) {
-  item_step_ = Item{};
-  item_step_.where = it.where;
   for (const RelayoutStep& s : steps) {
-    item_step_.op = s.kind == RelayoutStep::Send ? Op::Send : s.kind == RelayoutStep::Recv ? Op::Recv : Op::Compute;
-    item_step_.kind = ComputeKind::Elementwise;
-    item_step_.arg = s.peer;
-    item_step_.tag = s.tag;
-    item_step_.value = s.value;
-    execute(item_step_);
+    step_ = step_item(it, s);
+    execute(step_);
   }
 }
 
@@ -189,14 +197,10 @@ void Core::step_done(const RelayoutStep& s, Cycles start, Cycles end) {
 
 const Item& Core::current() const {
   if (!relayout_) return prog_.code[pc_];
-  if (relayouts_by_items_) return item_step_;
-  step_item_ = *relayout_;
-  if (const RelayoutStep* s = dma->relayout_step()) {
-    step_item_.op = s->kind == RelayoutStep::Send ? Op::Send : s->kind == RelayoutStep::Recv ? Op::Recv : Op::Compute;
-    step_item_.arg = s->peer;
-    step_item_.value = s->value;
-  }
-  return step_item_;
+  if (relayouts_by_items_) return step_;  // the step being executed
+  const RelayoutStep* s = dma->relayout_step();
+  step_ = s ? step_item(*relayout_, *s) : *relayout_;
+  return step_;
 }
 
 void Core::account(Activity a, std::uint32_t tag, Cycles start, Cycles end) {

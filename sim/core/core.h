@@ -80,10 +80,9 @@ class Core : public sc_core::sc_module, private StepSink {
   TagStats& tags_;
   FunctionalContext* fx_;
   RelayoutRunner& relayouts_;
-  const Item* relayout_ = nullptr;   // the relayout item the DMA engine runs
-  mutable Item step_item_;           // what current() reports within it
+  const Item* relayout_ = nullptr;  // the relayout item being run
   bool relayouts_by_items_;
-  Item item_step_;                   // the reference path's current step as an item
+  mutable Item step_{};  // within it, the current step as an item (current() fills it on the DMA path)
   std::uint64_t items_run_ = 0;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // functional mode: by slot
   std::shared_ptr<const Payload> received_;
