@@ -22,6 +22,9 @@ struct CompileOptions {
   Bytes reserve_bytes = 0;
   bool offchip_io = false;  // time loading model inputs and storing outputs (lower::Options)
   cost::Model model;        // prices plans (t10); empty: the analytical model
+  // Candidate fronts shared by compiles (schedule::FrontCache: a partition search compiles the
+  // shares of one model over and over); null: the compile keeps its own for its retries.
+  schedule::FrontCache* fronts = nullptr;
 };
 
 struct Compiled {

@@ -13,6 +13,7 @@
 #include "compiler/cost/oracle.h"
 #include "compiler/lower/lower.h"
 #include "sim/common/error.h"
+#include "sim/common/hash.h"
 
 namespace tessera::schedule {
 
@@ -408,17 +409,50 @@ double vgm_transfer_cycles(const plan::Plan& p, const sim::Config& cfg) {
   return plan::transfer_cycles(cfg, moved);
 }
 
+// Where a FrontCache keeps a planner's fronts for these options (schedule.h): everything the
+// fronts depend on besides the operator. Empty: not to be kept (the oracle prices them).
+std::string front_scope(const Options& o, const char* planner) {
+  if (o.oracle || (o.target.model && o.target.model->simulate)) return {};
+  const plan::Target& t = o.target;
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", planner, t.config->fingerprint, t.config->total_cores(), t.cores,
+                     t.shift_buffer_bytes, t.min_parallelism, t.min_padding_ratio,
+                     t.model ? fnv1a_hex(t.model->to_json().dump()) : std::string("analytical"));
+}
+
+// An operator's key in a FrontCache: its signature and the shapes of the tensors it reads and
+// writes (the signature has their indices, not their sizes).
+std::string front_key(const std::string& scope, const std::string& sig, const ir::Operator& op,
+                      const ir::Workload& w) {
+  std::string k = scope + sig;
+  auto shape = [&](const ir::Access& a) {
+    for (auto d : w.tensor(a.tensor).shape) k += fmt::format("{},", d);
+    k += ";";
+  };
+  for (const auto& in : op.expr.inputs) shape(in);
+  shape(op.expr.output);
+  return k;
+}
+
 // Candidate plans per operator, computed once per distinct signature (the layers of a model
-// share them) by `make`, then named for each operator.
+// share them) by `make`, then named for each operator. With a cache (and a scope), fronts made
+// by earlier schedules are reused and new ones kept.
 template <class Make>
 std::vector<std::vector<plan::Plan>> plans_per_op(const ir::Workload& w, const std::vector<std::string>& sigs,
-                                                  Make&& make) {
+                                                  FrontCache* shared, const std::string& scope, Make&& make) {
   std::map<std::string, std::vector<plan::Plan>> cache;
   std::vector<std::vector<plan::Plan>> out;
   for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    const ir::Operator& op = w.ops()[i];
+    if (shared && !scope.empty()) {
+      const std::string key = front_key(scope, sigs[i], op, w);
+      const std::vector<plan::Plan>* front = shared->find(key);
+      if (!front) front = &shared->put(key, make(op));
+      out.push_back(with_names(*front, op));
+      continue;
+    }
     auto it = cache.find(sigs[i]);
-    if (it == cache.end()) it = cache.emplace(sigs[i], make(w.ops()[i])).first;
-    out.push_back(with_names(it->second, w.ops()[i]));
+    if (it == cache.end()) it = cache.emplace(sigs[i], make(op)).first;
+    out.push_back(with_names(it->second, op));
   }
   return out;
 }
@@ -513,7 +547,7 @@ Schedule search_t10(const ir::Workload& w, const Options& o) {
   const auto& ops = w.ops();
   const std::vector<std::string> sigs = signatures(w);
   Exchanges exchanges(w, o);
-  auto fronts = plans_per_op(w, sigs, [&](const ir::Operator& op) {
+  auto fronts = plans_per_op(w, sigs, o.fronts, front_scope(o, "t10"), [&](const ir::Operator& op) {
     auto all = plan::enumerate_plans(op, w, o.target);
     exchanges.price_shifts(op, o.target.model_for(op), all);
     // The idle plan minimises weight memory, which the (time, total memory) front may miss:
@@ -742,7 +776,7 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
   const Bytes local = sram - vgm;
   s.idle_bytes_per_core = vgm;
   s.active_bytes_per_core = local;
-  const auto fronts = plans_per_op(w, signatures(w), [&](const ir::Operator& op) {
+  const auto fronts = plans_per_op(w, signatures(w), o.fronts, front_scope(o, "vgm"), [&](const ir::Operator& op) {
     auto plans = plan::enumerate_plans(op, w, o.target, /*allow_rotation=*/false);
     for (auto& p : plans) {
       p.cost.shift_cycles = vgm_transfer_cycles(p, cfg);

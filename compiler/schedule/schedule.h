@@ -6,6 +6,7 @@
 // load-compute-store baseline (Roller/Ansor/PopART): every tensor lives striped over a virtual
 // global memory; each operator loads its operands, computes without rotation, stores back.
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -47,11 +48,35 @@ struct Schedule {
   std::vector<Step> history;         // T10 reconciliation: every greedy step
 };
 
+// Candidate plans (each distinct operator's Pareto front, priced) kept across schedules: the
+// shares of one model that a partition search compiles, sample after sample, hold the same few
+// operators, and a compile that retries with more reserve needs the same fronts again. An entry's
+// key is the operator's signature with its tensors' shapes, under a scope naming the planner,
+// the config's fingerprint, the core count, every target option the fronts depend on and the
+// cost model's weights; a different config or option misses, it never answers wrongly. A
+// Config edited in code after parsing keeps its file's fingerprint: give such configs a cache
+// of their own. Fronts priced by the oracle are not kept.
+class FrontCache {
+ public:
+  const std::vector<plan::Plan>* find(const std::string& key) const {
+    auto it = fronts_.find(key);
+    return it == fronts_.end() ? nullptr : &it->second;
+  }
+  const std::vector<plan::Plan>& put(const std::string& key, std::vector<plan::Plan> front) {
+    return fronts_.insert_or_assign(key, std::move(front)).first->second;
+  }
+  std::size_t size() const { return fronts_.size(); }
+
+ private:
+  std::unordered_map<std::string, std::vector<plan::Plan>> fronts_;
+};
+
 struct Options {
   plan::Target target;
   Bytes reserve_bytes = 0;  // per core, kept for code and runtime (not for tensors)
   // Prices gathers and shift rounds where the target's model is the oracle (--price-by simulate).
   cost::Oracle* oracle = nullptr;
+  FrontCache* fronts = nullptr;  // null: each schedule enumerates its own
 };
 
 // T10; with a calibrated target model, the better (by that model) of the search it steers and
