@@ -14,7 +14,7 @@ unsatisfiable proposals score 0.
       pre-training
   scripts/partition_rl.py pretrain --corpus DIR --out policy.pt [--samples-per-graph 32]
   scripts/partition_rl.py train --workload bert-large [--init policy.pt] [--samples 60]
-      [--seed 1] [--out run.json]
+      [--budget-seconds S] [--seed 1] [--out run.json]
       from scratch, or fine-tuning a pre-trained policy; writes the convergence (best
       throughput after each sample)
 
@@ -28,6 +28,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -106,15 +107,20 @@ class Policy(torch.nn.Module):
         return self.out(torch.cat([h, x], 1))
 
 
-def reinforce(policy, opt, server, samples, batch, rng, log=None):
-    """Samples proposals in batches and updates the policy after each; returns the convergence."""
+def reinforce(policy, opt, server, samples, batch, rng, log=None, budget_seconds=0.0):
+    """Samples proposals in batches and updates the policy after each; returns the convergence.
+    With `budget_seconds`, no sample starts once that much wall-clock time has passed."""
     x, a_in, a_out = features(server.graph)
     curve, best, baseline, scale = [], 0.0, None, None
-    while len(curve) < samples:
+    start = time.monotonic()
+    out_of_time = lambda: budget_seconds > 0 and time.monotonic() - start >= budget_seconds
+    while len(curve) < samples and not out_of_time():
         logits = policy(x, a_in, a_out)
         dist = torch.distributions.Categorical(logits=logits)
         terms, rewards = [], []
         for _ in range(min(batch, samples - len(curve))):
+            if out_of_time():
+                break
             proposal = dist.sample()
             ans = server.score(proposal.tolist(), rng.randrange(1 << 30))
             r = ans["throughput"] if ans.get("status") == "solved" and ans.get("fits", False) else 0.0
@@ -125,6 +131,8 @@ def reinforce(policy, opt, server, samples, batch, rng, log=None):
             placed = torch.tensor(ans["placement"]) if "placement" in ans else proposal
             terms.append(dist.log_prob(placed).sum())
             rewards.append(r)
+        if not rewards:
+            break
         if scale is None:
             scale = max(max(rewards), 1e-9)
         rs = [r / scale for r in rewards]
@@ -211,7 +219,10 @@ def train(args):
     if args.init:
         policy.load_state_dict(torch.load(args.init))
     opt = torch.optim.Adam(policy.parameters(), lr=args.lr)
-    curve = reinforce(policy, opt, server, args.samples, args.batch, rng, log=None if args.quiet else print)
+    curve = reinforce(policy, opt, server, args.samples, args.batch, rng, log=None if args.quiet else print,
+                      budget_seconds=args.budget_seconds)
+    if not curve:
+        raise SystemExit(f"{args.workload}: no sample within {args.budget_seconds} s")
     server.close()
     result = {"workload": args.workload, "config": args.config, "init": args.init or "scratch", "seed": args.seed,
               "score_by": args.score_by, "convergence": curve}
@@ -239,6 +250,8 @@ def main():
     ap.add_argument("--workload", default="bert-large")
     ap.add_argument("--init", default="")
     ap.add_argument("--samples", type=int, default=60)
+    ap.add_argument("--budget-seconds", type=float, default=0.0,
+                    help="train: start no sample after this much wall-clock time (0: --samples alone)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)

@@ -15,10 +15,15 @@ convergence plots under --out:
   fidelity random placements of BERT-large scored by both the simulator and the cost model:
            Pearson R between the two, and the share of solver-valid placements that do not fit a
            chip's memory when compiled (the paper: R 0.91, 13.5%)
+  budget   (not in the default --only) random, SA and the fine-tuned policy on each
+           --budget-models model under the same wall-clock budget (--budget-seconds, 120),
+           every sample scored by the simulator, --budget-seeds seeds, one run at a time:
+           samples evaluated and the best simulated throughput, over greedy's
 
   scripts/reproduce_partition.py [--tessera build/cli/tessera] [--out results/partition]
       [--models bert-large,vit-base,resnet-18,nerf] [--seeds 5] [--samples 40]
-      [--fidelity-samples 40] [--only search,learned,fidelity] [--jobs 2]
+      [--fidelity-samples 40] [--only search,learned,fidelity,budget] [--jobs 2]
+      [--budget-models bert-large] [--budget-seconds 120] [--budget-seeds 3]
       [--rl-models bert-large] [--rl-seeds 3] [--corpus-graphs 12] [--pretrain-samples 32]
 """
 import argparse
@@ -35,13 +40,13 @@ CONFIG = os.path.join(ROOT, "configs", "mcm-ring-36.json")
 FRACTIONS = [0.9, 0.95, 0.99]  # of the best throughput any search found for the model
 
 
-def partition(tessera, model, search, seed, samples, score_by):
+def partition(tessera, model, search, seed, samples, score_by, seconds=0.0):
     """One `tessera partition` run; its results JSON (or {"error": ...})."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         cmd = [tessera, "partition", "--config", CONFIG, "--workload", model, "--search", search,
                "--seed", str(seed), "--budget-samples", str(samples), "--score-by", score_by,
-               "--results", out]
+               "--results", out] + (["--budget-seconds", str(seconds)] if seconds > 0 else [])
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return {"error": (p.stderr or p.stdout).strip(), "command": " ".join(cmd)}
@@ -130,14 +135,9 @@ def rl(args, cmd_args):
 
 
 def learned_runs(args, pool, cache):
-    corpus = os.path.join(args.out, "corpus")
-    policy = os.path.join(args.out, "policy.pt")
-    r = rl(args, ["corpus", "--out", corpus, "--graphs", str(args.corpus_graphs)])
-    r = r if "error" in r else rl(args, ["pretrain", "--corpus", corpus, "--out", policy,
-                                         "--samples-per-graph", str(args.pretrain_samples)])
-    if "error" in r:
-        print(f"pre-training failed: {r['error']}", file=sys.stderr)
-        return {"error": r}
+    policy = pretrained_policy(args)
+    if policy is None:
+        return {"error": "pre-training failed"}
     data = {}
     for model in args.rl_models:
         base = greedy_base(args, model, cache)
@@ -157,6 +157,74 @@ def learned_runs(args, pool, cache):
             results = list(pool.map(one, range(1, args.rl_seeds + 1)))
             data[model][label] = results
     return data
+
+
+def pretrained_policy(args):
+    """The pre-trained policy (corpus and pre-training run once per --out); its path, or None."""
+    corpus = os.path.join(args.out, "corpus")
+    policy = os.path.join(args.out, "policy.pt")
+    if os.path.exists(policy):
+        return policy
+    r = rl(args, ["corpus", "--out", corpus, "--graphs", str(args.corpus_graphs)])
+    r = r if "error" in r else rl(args, ["pretrain", "--corpus", corpus, "--out", policy,
+                                         "--samples-per-graph", str(args.pretrain_samples)])
+    if "error" in r:
+        print(f"pre-training failed: {r['error']}", file=sys.stderr)
+        return None
+    return policy
+
+
+def budget_runs(args):
+    """Every search under the same wall-clock budget, scored by the simulator, one run at a time
+    (a run has a core to itself; the other may be busy, so figures move with the machine's load)."""
+    policy = pretrained_policy(args)
+    data = {}
+    for model in args.budget_models:
+        greedy = partition(args.tessera, model, "greedy", 1, 1, "simulate")
+        runs = {"greedy": greedy}
+        for method in ("random", "sa"):
+            runs[method] = [partition(args.tessera, model, method, seed, 0, "simulate", args.budget_seconds)
+                            for seed in range(1, args.budget_seeds + 1)]
+        if policy:
+            results = []
+            for seed in range(1, args.budget_seeds + 1):
+                stem = os.path.basename(model).replace(".json", "")
+                out = os.path.join(args.out, f"budget-rl-{stem}-{seed}.json")
+                r = rl(args, ["train", "--workload", model, "--samples", "1000000", "--seed", str(seed),
+                              "--score-by", "simulate", "--budget-seconds", str(args.budget_seconds), "--out", out,
+                              "--quiet", "--init", policy])
+                if "error" not in r:
+                    with open(out) as f:
+                        r = json.load(f)
+                results.append(r)
+            runs["learned, fine-tuned"] = results
+        data[model] = runs
+    return data
+
+
+def budget_table(data, seconds):
+    rows = ["| model | search | samples in the budget | best simulated throughput (micro-batches/s) | over greedy |",
+            "|---|---|---|---|---|"]
+    for model, runs in data.items():
+        g = runs["greedy"]
+        if "error" in g:
+            rows.append(f"| {model} | greedy | failed: {g['error'][-200:]} | | |")
+            continue
+        base = g["convergence"][-1]["best_per_second"]
+        rows.append(f"| {model} | greedy | 1 | {base:,.1f} | 1.00x |")
+        for method, results in runs.items():
+            if method == "greedy":
+                continue
+            ok = [r for r in results if "error" not in r]
+            if not ok:
+                rows.append(f"| {model} | {method} | failed: {results[0]['error'][-200:]} | | |")
+                continue
+            n_m, n_s = mean_std([len(r["convergence"]) for r in ok])
+            b_m, b_s = mean_std([r["convergence"][-1]["best_per_second"] for r in ok])
+            rows.append(f"| {model} | {method} | {n_m:.1f} ± {n_s:.1f} | {b_m:,.1f} ± {b_s:,.1f} ({len(ok)} seeds) | "
+                        f"{b_m / base:.3f}x |")
+    return (f"Searches under a wall-clock budget of {seconds:g} s each on mcm-ring-36, every sample scored by the "
+            f"simulator, one run at a time; mean ± std over the seeds:\n\n" + "\n".join(rows) + "\n\n")
 
 
 def pearson(xs, ys):
@@ -230,9 +298,13 @@ def main():
     ap.add_argument("--corpus-graphs", type=int, default=12)
     ap.add_argument("--pretrain-samples", type=int, default=32)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--budget-models", default="bert-large")
+    ap.add_argument("--budget-seconds", type=float, default=120.0)
+    ap.add_argument("--budget-seeds", type=int, default=3)
     args = ap.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     args.rl_models = [m for m in args.rl_models.split(",") if m]
+    args.budget_models = [m for m in args.budget_models.split(",") if m]
     only = set(args.only.split(","))
     os.makedirs(args.out, exist_ok=True)
     report, everything, cache = "", {}, {}
@@ -253,6 +325,9 @@ def main():
             text, data = fidelity(args)
             report += text
             everything["fidelity"] = data
+    if "budget" in only:
+        everything["budget"] = budget_runs(args)
+        report += budget_table(everything["budget"], args.budget_seconds)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(everything, f, indent=1)
     with open(os.path.join(args.out, "tables.md"), "w") as f:
