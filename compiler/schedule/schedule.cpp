@@ -82,9 +82,37 @@ void set_setup(cost::Terms& t, const cost::GatherFeatures& f) {
 // once per distinct pair of layouts and memoised per operator, operand and plan pair, so that the
 // reconciliation's repeated pricing costs a lookup. With `--price-by simulate` (the oracle) the
 // same messages are also replayed on the simulator's network engine.
+// A gather's features (and, for the oracle, its replayed cycles).
+struct Moved {
+  cost::GatherFeatures f;
+  double oracle = 0;
+};
+// Every core's view of one operand of a plan, and their hash.
+struct Views {
+  std::vector<sim::View> views;
+  std::uint64_t hash = 1469598103934665603ull;
+};
+// What pricing exchanges learns that does not depend on the cost model's weights: views per
+// plan part, gathers' features per pair of layouts, shift rings. All keyed by content, so the
+// searches of one workload on one target share it (the calibrated and the analytical search,
+// and the pricing of the analytical one's plans by the calibrated model), when they price with
+// the same oracle (or none).
+struct ExchangeMemo {
+  const cost::Oracle* oracle = nullptr;
+  std::map<std::uint64_t, Moved> layouts;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Views>> views;  // by plan_key
+  std::map<std::string, std::unique_ptr<Views>> stripes;
+  std::map<std::pair<const Views*, const Views*>, bool> same;
+  std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs;
+  std::map<std::pair<std::uint64_t, Bytes>, cost::GatherFeatures> rings;
+  std::map<std::pair<std::uint64_t, Bytes>, double> replayed_rings;
+};
+
 class Exchanges {
  public:
-  Exchanges(const ir::Workload& w, const Options& o)
+  // `memo`: shared with other searches of `w` on this target (a fresh one if null or kept for
+  // another oracle).
+  Exchanges(const ir::Workload& w, const Options& o, std::shared_ptr<ExchangeMemo> memo = nullptr)
       : w_(w), cfg_(*o.target.config), view_cores_(cfg_.total_cores()),
         shift_buffer_bytes_(o.target.shift_buffer_bytes), fabric_(cfg_) {
     std::map<std::string, std::size_t> ids;
@@ -96,7 +124,13 @@ class Exchanges {
       if (!o.oracle) throw Error("pricing by the oracle (--price-by simulate) needs one: schedule::Options::oracle is not set");
       oracle_ = o.oracle;
     }
+    if (!memo || memo->oracle != oracle_) {
+      memo = std::make_shared<ExchangeMemo>();
+      memo->oracle = oracle_;
+    }
+    m_ = std::move(memo);
   }
+  const std::shared_ptr<ExchangeMemo>& memo() const { return m_; }
 
   // Sets the shift features of candidate plans of `op` that depend on the rings (and, for the
   // oracle, the replayed shifts), and prices them again before the Pareto front is taken.
@@ -249,11 +283,6 @@ class Exchanges {
             d(joint.local_cycles, in.local_cycles),      d(joint.latency_cycles, in.latency_cycles)};
   }
 
-  struct Moved {
-    cost::GatherFeatures f;
-    double oracle = 0;
-  };
-
   // The moves into plan p of operator i, together, as the program makes them: their features
   // (and, for the oracle, their replay: every core's sends, then its copies, then its receives).
   const Moved& moved(std::size_t i, const plan::Plan& p, const std::vector<Move>& moves) {
@@ -280,8 +309,8 @@ class Exchanges {
       fnv(h, dst.hash);
       layouts.push_back({&x, &src, &dst});
     }
-    auto it = layouts_.find(h);
-    if (it == layouts_.end()) {
+    auto it = m_->layouts.find(h);
+    if (it == m_->layouts.end()) {
       // The messages as compact records (no boxes kept): pricing many candidate pairs allocates
       // once per gather, not once per piece.
       messages_.clear();
@@ -293,7 +322,7 @@ class Exchanges {
                             });
       }
       const double replayed = oracle_ ? oracle_->gather(messages_) : 0.0;
-      it = layouts_.emplace(h, Moved{fabric_.gather(messages_), replayed}).first;
+      it = m_->layouts.emplace(h, Moved{fabric_.gather(messages_), replayed}).first;
     }
     return memo_[key] = it->second;
   }
@@ -318,12 +347,8 @@ class Exchanges {
     fnv(h, static_cast<std::uint64_t>(p.cores));
     return h;
   }
-  struct Views {
-    std::vector<sim::View> views;
-    std::uint64_t hash = 1469598103934665603ull;
-  };
   const Views& views(const plan::Plan* p, std::size_t op, std::size_t part, const ir::Tensor& x) {
-    auto& slot = p ? views_[plan_key(*p, op, part)] : stripes_[x.name];
+    auto& slot = p ? m_->views[plan_key(*p, op, part)] : m_->stripes[x.name];
     if (!slot) {
       slot = std::make_unique<Views>();
       slot->views = p ? lower::plan_views(*p, w_.ops()[op], part, view_cores_) : lower::stripes(x, view_cores_);
@@ -340,7 +365,7 @@ class Exchanges {
   // Whether two layouts are the same (compared once per pair: layout following makes it common).
   bool same(const Views& a, const Views& b) {
     if (a.hash != b.hash) return false;
-    auto [it, fresh] = same_.emplace(std::make_pair(&a, &b), false);
+    auto [it, fresh] = m_->same.emplace(std::make_pair(&a, &b), false);
     if (fresh) {  // the boxes, not the tensor names (views are shared by same-shaped operators)
       it->second = a.views.size() == b.views.size();
       for (std::size_t c = 0; it->second && c < a.views.size(); ++c) {
@@ -364,22 +389,22 @@ class Exchanges {
   }
   const std::vector<std::pair<std::size_t, std::size_t>>& pairs(const ir::Operator& op, const plan::Plan& p,
                                                                std::size_t k, std::uint64_t h) {
-    auto it = ring_pairs_.find(h);
-    if (it == ring_pairs_.end()) it = ring_pairs_.emplace(h, lower::shift_pairs(p, op, k)).first;
+    auto it = m_->ring_pairs.find(h);
+    if (it == m_->ring_pairs.end()) it = m_->ring_pairs.emplace(h, lower::shift_pairs(p, op, k)).first;
     return it->second;
   }
   // The features of one shift round of operand k of plan p moving `bytes` per core.
   const cost::GatherFeatures& ring(const ir::Operator& op, const plan::Plan& p, std::size_t k, Bytes bytes) {
     const std::uint64_t h = ring_key(p, k);
-    auto it = rings_.find({h, bytes});
-    if (it == rings_.end()) it = rings_.emplace(std::make_pair(h, bytes), fabric_.round(pairs(op, p, k, h), bytes)).first;
+    auto it = m_->rings.find({h, bytes});
+    if (it == m_->rings.end()) it = m_->rings.emplace(std::make_pair(h, bytes), fabric_.round(pairs(op, p, k, h), bytes)).first;
     return it->second;
   }
   double replay_round(const ir::Operator& op, const plan::Plan& p, std::size_t k, Bytes bytes) {
     const std::uint64_t h = ring_key(p, k);
-    auto it = replayed_rings_.find({h, bytes});
-    if (it == replayed_rings_.end())
-      it = replayed_rings_.emplace(std::make_pair(h, bytes), oracle_->round(pairs(op, p, k, h), bytes)).first;
+    auto it = m_->replayed_rings.find({h, bytes});
+    if (it == m_->replayed_rings.end())
+      it = m_->replayed_rings.emplace(std::make_pair(h, bytes), oracle_->round(pairs(op, p, k, h), bytes)).first;
     return it->second;
   }
 
@@ -392,14 +417,8 @@ class Exchanges {
   std::vector<cost::Message> messages_;            // scratch of moved()
   std::vector<const cost::ClassModel*> models_;
   std::vector<std::size_t> shape_of_;  // per operator: its signature's index
-  std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, Moved> memo_;
-  std::map<std::uint64_t, Moved> layouts_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Views>> views_;  // by plan_key
-  std::map<std::string, std::unique_ptr<Views>> stripes_;
-  std::map<std::pair<const Views*, const Views*>, bool> same_;
-  std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs_;
-  std::map<std::pair<std::uint64_t, Bytes>, cost::GatherFeatures> rings_;
-  std::map<std::pair<std::uint64_t, Bytes>, double> replayed_rings_;
+  std::map<std::tuple<std::size_t, const plan::Plan*, std::uint64_t>, Moved> memo_;  // by address: this search's
+  std::shared_ptr<ExchangeMemo> m_;
 };
 
 // Load-compute-store: every operand crosses the fabric once per use.
@@ -540,13 +559,14 @@ Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
 namespace {
 
 // T10's search (Algorithm 1) steered by the target's cost model.
-Schedule search_t10(const ir::Workload& w, const Options& o) {
+Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<ExchangeMemo>& memo) {
   const sim::Config& cfg = *o.target.config;
   Schedule s;
   s.planner = "t10";
   const auto& ops = w.ops();
   const std::vector<std::string> sigs = signatures(w);
-  Exchanges exchanges(w, o);
+  Exchanges exchanges(w, o, memo);
+  memo = exchanges.memo();
   auto fronts = plans_per_op(w, sigs, o.fronts, front_scope(o, "t10"), [&](const ir::Operator& op) {
     auto all = plan::enumerate_plans(op, w, o.target);
     exchanges.price_shifts(op, o.target.model_for(op), all);
@@ -706,6 +726,31 @@ Schedule search_t10(const ir::Workload& w, const Options& o) {
   return s;
 }
 
+// A T10 schedule of given plans, priced (schedule_fixed), sharing `memo` with other pricings.
+Schedule fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,
+               const std::vector<plan::Plan>& idle, std::shared_ptr<ExchangeMemo>& memo) {
+  const std::size_t n = w.ops().size();
+  if (active.size() != n || idle.size() != n)
+    throw Error(fmt::format("workload '{}': a fixed schedule needs an active and an idle plan for each of its {} operators", w.name, n));
+  Schedule s;
+  s.planner = "t10";
+  std::vector<std::vector<plan::Plan>> fronts;
+  for (const auto& p : active) fronts.push_back({p});
+  const std::vector<std::size_t> act(n, 0);
+  Exchanges exchanges(w, o, memo);
+  memo = exchanges.memo();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Gather input = exchanges.input(active[i], i, act, fronts);
+    OpSchedule os = exchanges.finish(i, active[i], idle[i], input);
+    os.pareto_size = 1;
+    s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
+    s.idle_bytes_per_core += weight_bytes(idle[i], w);
+    s.ops.push_back(std::move(os));
+  }
+  s.history.push_back({s.idle_bytes_per_core, s.predicted_cycles});
+  return s;
+}
+
 }  // namespace
 
 // The search is greedy, and its layout following comes after the plan choices it affects: with a
@@ -713,15 +758,16 @@ Schedule search_t10(const ir::Workload& w, const Options& o) {
 // (NeRF on the mesh). So both searches are candidates, the analytically steered one priced by the
 // calibrated model, fastest predicted first.
 std::vector<Schedule> schedule_t10_candidates(const ir::Workload& w, const Options& o) {
-  std::vector<Schedule> out{search_t10(w, o)};
+  std::shared_ptr<ExchangeMemo> memo;  // the three pricings below share what does not depend on the model
+  std::vector<Schedule> out{search_t10(w, o, memo)};
   if (!o.target.model || !o.target.model->calibrated()) return out;
   out[0].steered_by = "calibrated";
   Options plain = o;
   plain.target.model = nullptr;
-  Schedule a = search_t10(w, plain);
+  Schedule a = search_t10(w, plain, memo);
   std::vector<plan::Plan> act, idle;
   for (const auto& op : a.ops) { act.push_back(op.active); idle.push_back(op.idle); }
-  const Schedule priced = schedule_fixed(w, o, act, idle);
+  const Schedule priced = fixed(w, o, act, idle, memo);
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     const std::size_t pareto = a.ops[i].pareto_size;
     a.ops[i] = priced.ops[i];
@@ -740,25 +786,8 @@ Schedule schedule_t10(const ir::Workload& w, const Options& o) {
 
 Schedule schedule_fixed(const ir::Workload& w, const Options& o, const std::vector<plan::Plan>& active,
                         const std::vector<plan::Plan>& idle) {
-  const std::size_t n = w.ops().size();
-  if (active.size() != n || idle.size() != n)
-    throw Error(fmt::format("workload '{}': a fixed schedule needs an active and an idle plan for each of its {} operators", w.name, n));
-  Schedule s;
-  s.planner = "t10";
-  std::vector<std::vector<plan::Plan>> fronts;
-  for (const auto& p : active) fronts.push_back({p});
-  const std::vector<std::size_t> act(n, 0);
-  Exchanges exchanges(w, o);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Gather input = exchanges.input(active[i], i, act, fronts);
-    OpSchedule os = exchanges.finish(i, active[i], idle[i], input);
-    os.pareto_size = 1;
-    s.predicted_cycles += os.active.cost.total_cycles + os.setup_cycles;
-    s.idle_bytes_per_core += weight_bytes(idle[i], w);
-    s.ops.push_back(std::move(os));
-  }
-  s.history.push_back({s.idle_bytes_per_core, s.predicted_cycles});
-  return s;
+  std::shared_ptr<ExchangeMemo> memo;
+  return fixed(w, o, active, idle, memo);
 }
 
 Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
