@@ -106,6 +106,9 @@ struct ExchangeMemo {
   std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs;
   std::map<std::pair<std::uint64_t, Bytes>, cost::GatherFeatures> rings;
   std::map<std::pair<std::uint64_t, Bytes>, double> replayed_rings;
+  // Each distinct operator's candidate plans with their terms, unpriced (by signature), kept by
+  // a search for the one after it, which takes them.
+  std::map<std::string, std::vector<plan::Plan>> candidates;
 };
 
 class Exchanges {
@@ -132,13 +135,20 @@ class Exchanges {
   }
   const std::shared_ptr<ExchangeMemo>& memo() const { return m_; }
 
-  // Sets the shift features of candidate plans of `op` that depend on the rings (and, for the
-  // oracle, the replayed shifts), and prices them again before the Pareto front is taken.
-  void price_shifts(const ir::Operator& op, const cost::ClassModel& m, std::vector<plan::Plan>& plans) {
-    for (auto& p : plans) {
-      shift_terms(op, p, p.cost.terms);
-      plan::price(p.cost, m);
+  // Operator op's candidate plans (`enumerate`) with their shift terms set, left for the model to
+  // price: from the memo when an earlier search kept them (taken out), else enumerated (and kept
+  // when `keep`). The terms do not depend on the model's weights, so both searches see the same.
+  template <class Enumerate>
+  std::vector<plan::Plan> candidates(const ir::Operator& op, const std::string& sig, bool keep, Enumerate&& enumerate) {
+    if (auto it = m_->candidates.find(sig); it != m_->candidates.end()) {
+      std::vector<plan::Plan> all = std::move(it->second);
+      m_->candidates.erase(it);
+      return all;
     }
+    std::vector<plan::Plan> all = enumerate();
+    for (auto& p : all) shift_terms(op, p, p.cost.terms);
+    if (keep) m_->candidates.emplace(sig, all);
+    return all;
   }
 
   // Per piece of every rotation, at the pieces' real sizes (the shift buffer splits a chunk by
@@ -559,7 +569,10 @@ Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
 namespace {
 
 // T10's search (Algorithm 1) steered by the target's cost model.
-Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<ExchangeMemo>& memo) {
+// `keep_candidates`: another search of w follows (schedule_t10_candidates) and takes the
+// operators' candidate plans from the memo instead of enumerating them again.
+Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<ExchangeMemo>& memo,
+                    bool keep_candidates = false) {
   const sim::Config& cfg = *o.target.config;
   Schedule s;
   s.planner = "t10";
@@ -568,8 +581,10 @@ Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<Exc
   Exchanges exchanges(w, o, memo);
   memo = exchanges.memo();
   auto fronts = plans_per_op(w, sigs, o.fronts, front_scope(o, "t10"), [&](const ir::Operator& op) {
-    auto all = plan::enumerate_plans(op, w, o.target);
-    exchanges.price_shifts(op, o.target.model_for(op), all);
+    std::vector<plan::Plan> all = exchanges.candidates(op, signature(op, w), keep_candidates, [&] {
+      return plan::enumerate_plans(op, w, o.target);
+    });
+    for (auto& p : all) plan::price(p.cost, o.target.model_for(op));
     // The idle plan minimises weight memory, which the (time, total memory) front may miss:
     // keep the fastest of the weight-leanest plans beside the front.
     const plan::Plan* lean = nullptr;
@@ -759,8 +774,9 @@ Schedule fixed(const ir::Workload& w, const Options& o, const std::vector<plan::
 // calibrated model, fastest predicted first.
 std::vector<Schedule> schedule_t10_candidates(const ir::Workload& w, const Options& o) {
   std::shared_ptr<ExchangeMemo> memo;  // the three pricings below share what does not depend on the model
-  std::vector<Schedule> out{search_t10(w, o, memo)};
-  if (!o.target.model || !o.target.model->calibrated()) return out;
+  const bool calibrated = o.target.model && o.target.model->calibrated();
+  std::vector<Schedule> out{search_t10(w, o, memo, calibrated)};
+  if (!calibrated) return out;
   out[0].steered_by = "calibrated";
   Options plain = o;
   plain.target.model = nullptr;
