@@ -245,7 +245,8 @@ sim::Program Lowered::program(const sim::Config& cfg) const {
     cp.core = static_cast<std::uint32_t>(c);
     cp.peak_scratchpad_bytes = peak_bytes[c];
     // Diagnostics name the operator and phase through the item's tag (sim::item_location).
-    cp.where.push_back("compiled program");
+    cp.where_root = "compiled program";
+    cp.where.push_back(sim::ItemPlace{});
     std::vector<std::size_t> open;
     std::vector<std::uint64_t> mult{1};
     for (const auto& it : cores[c]) {

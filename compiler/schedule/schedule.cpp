@@ -76,12 +76,6 @@ void set_setup(cost::Terms& t, const cost::GatherFeatures& f) {
   t.setup_latency_cycles = f.latency_cycles;
 }
 
-// Computes the gathers' features before each operator (weights: setup; activations: input) and
-// the link feature of its plans' shifts, and prices them with the operator's cost model. A
-// gather's features come from the messages lowering will emit (sim::for_each_piece), computed
-// once per distinct pair of layouts and memoised per operator, operand and plan pair, so that the
-// reconciliation's repeated pricing costs a lookup. With `--price-by simulate` (the oracle) the
-// same messages are also replayed on the simulator's network engine.
 // A gather's features (and, for the oracle, its replayed cycles).
 struct Moved {
   cost::GatherFeatures f;
@@ -106,11 +100,17 @@ struct ExchangeMemo {
   std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs;
   std::map<std::pair<std::uint64_t, Bytes>, cost::GatherFeatures> rings;
   std::map<std::pair<std::uint64_t, Bytes>, double> replayed_rings;
-  // Each distinct operator's candidate plans with their terms, unpriced (by signature), kept by
-  // a search for the one after it, which takes them.
+  // Each distinct operator's candidate plans with their terms, unpriced (by signature and
+  // shapes), kept by a search for the one after it, which takes them.
   std::map<std::string, std::vector<plan::Plan>> candidates;
 };
 
+// Computes the gathers' features before each operator (weights: setup; activations: input) and
+// the link feature of its plans' shifts, and prices them with the operator's cost model. A
+// gather's features come from the messages lowering will emit (sim::for_each_piece), computed
+// once per distinct pair of layouts and memoised per operator, operand and plan pair, so that the
+// reconciliation's repeated pricing costs a lookup. With `--price-by simulate` (the oracle) the
+// same messages are also replayed on the simulator's network engine.
 class Exchanges {
  public:
   // `memo`: shared with other searches of `w` on this target (a fresh one if null or kept for
@@ -139,15 +139,15 @@ class Exchanges {
   // price: from the memo when an earlier search kept them (taken out), else enumerated (and kept
   // when `keep`). The terms do not depend on the model's weights, so both searches see the same.
   template <class Enumerate>
-  std::vector<plan::Plan> candidates(const ir::Operator& op, const std::string& sig, bool keep, Enumerate&& enumerate) {
-    if (auto it = m_->candidates.find(sig); it != m_->candidates.end()) {
+  std::vector<plan::Plan> candidates(const ir::Operator& op, const std::string& key, bool keep, Enumerate&& enumerate) {
+    if (auto it = m_->candidates.find(key); it != m_->candidates.end()) {
       std::vector<plan::Plan> all = std::move(it->second);
       m_->candidates.erase(it);
       return all;
     }
     std::vector<plan::Plan> all = enumerate();
     for (auto& p : all) shift_terms(op, p, p.cost.terms);
-    if (keep) m_->candidates.emplace(sig, all);
+    if (keep) m_->candidates.emplace(key, all);
     return all;
   }
 
@@ -581,7 +581,7 @@ Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<Exc
   Exchanges exchanges(w, o, memo);
   memo = exchanges.memo();
   auto fronts = plans_per_op(w, sigs, o.fronts, front_scope(o, "t10"), [&](const ir::Operator& op) {
-    std::vector<plan::Plan> all = exchanges.candidates(op, signature(op, w), keep_candidates, [&] {
+    std::vector<plan::Plan> all = exchanges.candidates(op, front_key("", signature(op, w), op, w), keep_candidates, [&] {
       return plan::enumerate_plans(op, w, o.target);
     });
     for (auto& p : all) plan::price(p.cost, o.target.model_for(op));

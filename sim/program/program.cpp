@@ -12,8 +12,16 @@
 
 namespace tessera::sim {
 
+namespace {
+std::string place_text(const CoreProgram& core, std::uint32_t w) {
+  const ItemPlace& p = core.where[w];
+  std::string s = p.parent == ItemPlace::kTop ? core.where_root : place_text(core, p.parent) + ".body";
+  return p.index == ItemPlace::kWhole ? s : s + fmt::format("[{}]", p.index);
+}
+}  // namespace
+
 std::string item_location(const Program& prog, const CoreProgram& core, const Item& item) {
-  std::string s = core.where[item.where];
+  std::string s = place_text(core, item.where);
   if (item.tag != kNoTag)
     s += fmt::format(" (operator '{}', {} phase)", prog.tags[item.tag].op, prog.tags[item.tag].phase);
   return s;
@@ -59,11 +67,17 @@ class CoreReader {
         tensors_(tensor_index), out_(out), pad_(out.core, cfg.chip.core.sram_bytes),
         functional_(functional) {}
 
-  void read_items(const Json& items, const std::string& path, std::uint64_t multiplicity) {
+  // The items of the list at `path`, held by the repeat at place `parent` (ItemPlace::kTop: the
+  // core's own list, whose path is CoreProgram::where_root).
+  void read_items(const Json& items, const std::string& path, std::uint64_t multiplicity,
+                  std::uint32_t parent = ItemPlace::kTop) {
     if (!items.is_array())
       throw ProgramError(fmt::format("{}: {}: expected an array of work items", what_, path));
-    for (std::size_t i = 0; i < items.size(); ++i)
+    if (parent == ItemPlace::kTop) out_.where_root = path;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      place_ = ItemPlace{parent, static_cast<std::uint32_t>(i)};
       read_item(items[i], fmt::format("{}[{}]", path, i), multiplicity);
+    }
   }
 
   void finish() {
@@ -81,8 +95,9 @@ class CoreReader {
     throw ProgramError(fmt::format("{}: {}: core {}: {}", what_, where, out_.core, msg));
   }
 
-  void emit(Op op, std::uint32_t arg, std::uint64_t value, const std::string& where,
-            std::uint64_t multiplicity, ComputeKind kind = ComputeKind::Matmul) {
+  // An item at the place being read (place_).
+  void emit(Op op, std::uint32_t arg, std::uint64_t value, std::uint64_t multiplicity,
+            ComputeKind kind = ComputeKind::Matmul) {
     Item it;
     it.op = op;
     it.kind = kind;
@@ -90,7 +105,7 @@ class CoreReader {
     it.value = value;
     it.where = static_cast<std::uint32_t>(out_.where.size());
     it.tag = tag_;
-    out_.where.push_back(where);
+    out_.where.push_back(place_);
     out_.code.push_back(it);
     if (functional_) out_.functional.resize(out_.where.size());
     if (op != Op::LoopBegin && op != Op::LoopEnd && op != Op::Alloc && op != Op::Free && op != Op::Init)
@@ -270,7 +285,7 @@ class CoreReader {
                                  "reduce_max, softmax, layernorm, or a vector op: add, sub, mul, "
                                  "div, max, relu, gelu, exp, copy, rsqrt)", kind));
     }
-    emit(Op::Compute, 0, cycles, where, mult, ck);
+    emit(Op::Compute, 0, cycles, mult, ck);
     if (r.has("eval")) {
       JsonReader ev(r.value("eval"), what_, r.where("eval"), 'p');
       std::uint64_t x = ev.u64("expr");
@@ -333,7 +348,7 @@ class CoreReader {
     out_.code.back().handle = h.slot;
   }
 
-  void read_wait(const JsonReader& r, const std::string& where, std::uint64_t mult) {
+  void read_wait(const JsonReader& r, std::uint64_t mult) {
     const std::string name = r.string("handle");
     auto it = handles_.find(name);
     if (it == handles_.end() || !it->second.pending)
@@ -341,7 +356,7 @@ class CoreReader {
                                    "send, recv, load, store or collective that names it)", name));
     Handle& h = it->second;
     h.pending = false;
-    emit(Op::Wait, h.slot, static_cast<std::uint64_t>(h.started_by), where, mult);
+    emit(Op::Wait, h.slot, static_cast<std::uint64_t>(h.started_by), mult);
     out_.code.back().handle = h.slot;
     if (functional_) fn_item().buffer = h.buffer;
   }
@@ -377,11 +392,11 @@ class CoreReader {
       r.fail("id", fmt::format("core {} holds no box of relayout {}'s layouts: it has no part in it", out_.core, id));
     tally_.relayouts[{rid, out_.core}] += mult;
     prog_.relayout_runs[rid] += mult;
-    if (functional_) expand_relayout(r, rid, where, mult);
-    else emit(Op::Relayout, rid, 0, where, mult);
+    if (functional_) expand_relayout(r, rid, mult);
+    else emit(Op::Relayout, rid, 0, mult);
   }
 
-  void expand_relayout(const JsonReader& r, std::uint32_t rid, const std::string& where, std::uint64_t mult) {
+  void expand_relayout(const JsonReader& r, std::uint32_t rid, std::uint64_t mult) {
     const Relayout& rl = prog_.relayouts[rid];
     auto cached = tally_.pieces.find(rid);
     if (cached == tally_.pieces.end())
@@ -398,7 +413,7 @@ class CoreReader {
       const Bytes bytes = static_cast<Bytes>(p.box.elements()) * m.element_bytes;
       if (p.kind == RelayoutStep::Copy) {
         emit(Op::Compute, 0, elementwise_cycles(cfg_.chip.core, VecOp::Copy, static_cast<std::uint64_t>(p.box.elements())),
-             where, mult, ComputeKind::Elementwise);
+             mult, ComputeKind::Elementwise);
         FunctionalItem& f = fn_item();
         f.expr = static_cast<int>(copy_expr(p.box.origin.size()));
         for (std::size_t d = 0; d < p.box.origin.size(); ++d)
@@ -412,7 +427,7 @@ class CoreReader {
       Tally::Pair& t = tally_.pairs[key];
       (send ? t.sent : t.received) += mult;
       (send ? t.sent_bytes : t.received_bytes) += mult * bytes;
-      emit(send ? Op::Send : Op::Recv, p.peer, bytes, where, mult);
+      emit(send ? Op::Send : Op::Recv, p.peer, bytes, mult);
       fn_item().buffer = value_buffer(r, "id", send ? m.source : m.target);
       if (send) fn_item().box = p.box;
     }
@@ -445,14 +460,14 @@ class CoreReader {
       pad_.alloc(buf, bytes, what_ + ": " + where);
       read_view(r, buf);
       if (functional_) {
-        emit(Op::Alloc, 0, 0, where, mult);
+        emit(Op::Alloc, 0, 0, mult);
         fn_item().buffer = slots_[buf];
       }
     } else if (op == "free") {
       const std::string buf = r.string("buffer");
       pad_.free(buf, what_ + ": " + where);
       if (functional_) {
-        emit(Op::Free, 0, 0, where, mult);
+        emit(Op::Free, 0, 0, mult);
         fn_item().buffer = slot(r, "buffer", buf);
         slots_.erase(buf);
       }
@@ -461,7 +476,7 @@ class CoreReader {
       const std::string buf = r.string("buffer");
       pad_.size_of(buf, what_ + ": " + where);
       if (functional_) {
-        emit(Op::Init, 0, 0, where, mult);
+        emit(Op::Init, 0, 0, mult);
         fn_item().buffer = value_buffer(r, "buffer", buf);
       }
     } else if (op == "compute") {
@@ -473,7 +488,7 @@ class CoreReader {
       Tally::Pair& t = tally_.pairs[key];
       (op == "send" ? t.sent : t.received) += mult;
       (op == "send" ? t.sent_bytes : t.received_bytes) += mult * bytes;
-      emit(op == "send" ? Op::Send : Op::Recv, p, bytes, where, mult);
+      emit(op == "send" ? Op::Send : Op::Recv, p, bytes, mult);
       if (op == "send" && r.has("box")) {
         JsonReader br(r.value("box"), what_, r.where("box"), 'p');
         Box b;
@@ -499,10 +514,10 @@ class CoreReader {
                                          "collectives in the order they are listed", k, last_collective_));
       last_collective_ = static_cast<std::int64_t>(k);
       tally_.collectives[{static_cast<std::uint32_t>(k), cfg_.chip_of(out_.core)}].emplace_back(out_.core, mult);
-      emit(Op::Collective, static_cast<std::uint32_t>(k), 0, where, mult);
+      emit(Op::Collective, static_cast<std::uint32_t>(k), 0, mult);
       start_handle(r, where);
     } else if (op == "wait") {
-      read_wait(r, where, mult);
+      read_wait(r, mult);
     } else if (op == "sync") {
       std::string g = r.string("group", "all");
       auto it = groups_.find(g);
@@ -511,14 +526,14 @@ class CoreReader {
       if (it->second != 0 && !std::binary_search(members.begin(), members.end(), out_.core))
         r.fail("group", fmt::format("core {} is not a member of group '{}'", out_.core, g));
       tally_.syncs[{it->second, out_.core}] += mult;
-      emit(Op::Sync, it->second, 0, where, mult);
+      emit(Op::Sync, it->second, 0, mult);
     } else if (op == "load" || op == "store") {
       std::uint32_t t = tensor(r);
       Bytes bytes = transfer_bytes(r, what_ + ": " + where);
       if (bytes > prog_.tensors[t].bytes)
         r.fail("bytes", fmt::format("{} bytes exceed off-chip tensor '{}' of {} bytes", bytes,
                                     prog_.tensors[t].name, prog_.tensors[t].bytes));
-      emit(op == "load" ? Op::Load : Op::Store, t, bytes, where, mult);
+      emit(op == "load" ? Op::Load : Op::Store, t, bytes, mult);
       if (functional_) fn_item().buffer = value_buffer(r, "buffer", r.string("buffer"));
       start_handle(r, where);
     } else if (op == "relayout") {
@@ -532,9 +547,11 @@ class CoreReader {
       pad_.begin_body();
       const auto handles_before = pending_handles();
       std::size_t begin = out_.code.size();
-      emit(Op::LoopBegin, static_cast<std::uint32_t>(count), 0, where, mult);
-      read_items(r.value("body"), where + ".body", mult * count);
-      emit(Op::LoopEnd, static_cast<std::uint32_t>(begin), 0, where, mult);
+      const ItemPlace here = place_;
+      emit(Op::LoopBegin, static_cast<std::uint32_t>(count), 0, mult);
+      read_items(r.value("body"), where + ".body", mult * count, out_.code[begin].where);
+      place_ = here;
+      emit(Op::LoopEnd, static_cast<std::uint32_t>(begin), 0, mult);
       // Every iteration must leave the scratchpad as it found it, or iteration 2 would differ.
       if (!pad_.end_body())
         r.fail("body", "a repeat body must free every buffer it allocates and allocate every "
@@ -559,6 +576,7 @@ class CoreReader {
   std::int64_t last_collective_ = -1;  // the last collective item read on this core
   Scratchpad pad_;
   const bool functional_;
+  ItemPlace place_;  // of the item being read
   std::uint32_t tag_ = kNoTag;
   std::unordered_map<std::string, std::uint32_t> slots_;
   std::map<std::string, Handle> handles_;

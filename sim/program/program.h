@@ -51,10 +51,23 @@ struct FunctionalItem {
   Box box;                   // Send: the values carried
 };
 
+// Where an item stands in its program, for messages: entry `index` of the item list that the
+// repeat at place `parent` (an index into CoreProgram::where) holds, or of the core's own list
+// (kTop). 8 bytes an item, where a path string took tens.
+struct ItemPlace {
+  static constexpr std::uint32_t kTop = ~0u;
+  static constexpr std::uint32_t kWhole = ~0u;  // index: the place is the whole root
+  std::uint32_t parent = kTop;
+  std::uint32_t index = kWhole;
+};
+
 struct CoreProgram {
   std::uint32_t core = 0;
   std::vector<Item> code;
-  std::vector<std::string> where;  // "cores[2].items[5]" for each item, for error messages
+  // Item::where indexes `where`; a place's text starts at `where_root` ("cores[2].items", or
+  // "compiled program"): item_location() gives "cores[2].items[5].body[3]".
+  std::string where_root;
+  std::vector<ItemPlace> where;
   Bytes peak_scratchpad_bytes = 0;
   std::uint64_t work_items = 0;  // items to run, counting loop iterations; a relayout as one item
                                  // (the results count its steps as they run)
