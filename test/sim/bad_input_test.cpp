@@ -159,6 +159,21 @@ TEST_CASE("program: a deadlock is reported with the cores involved, never a hang
              Catch::Matchers::Contains("deadlock at cycle 0: 2 core(s) can never finish") &&
                            Catch::Matchers::Contains("core 0 waits in recv from core 1 (0 unreceived message(s) from others) at cores[0].items[1]") &&
                            Catch::Matchers::Contains("core 1 waits in recv from core 0 (0 unreceived message(s) from others) at cores[1].items[1]"));
+  // the same inside nested repeats: the report names the item's place by its path in the file
+  // (rebuilt from the repeat that holds it and its index there)
+  p = ProgramBuilder();
+  for (std::uint32_t c = 0; c < 2; ++c) {
+    const std::uint32_t peer = 1 - c;
+    const Json inner = {{"op", "repeat"}, {"count", 2}, {"body", Json::array({
+        {{"op", "recv"}, {"peer", peer}, {"buffer", "buf"}, {"bytes", 64}},
+        {{"op", "send"}, {"peer", peer}, {"buffer", "buf"}, {"bytes", 64}}})}};
+    p.alloc(c, "buf", 64);
+    p.core(c).push_back({{"op", "repeat"}, {"count", 3}, {"body", Json::array({{{"op", "sync"}}, inner})}});
+  }
+  CHECK_THAT(error_of<SimulationError>([&] { test::run(test::exchange_config(), p.json()); }),
+             Catch::Matchers::Contains("core 0 waits in recv from core 1 (0 unreceived message(s) from others) at "
+                                       "cores[0].items[1].body[1].body[0]") &&
+                 Catch::Matchers::Contains("at cores[1].items[1].body[1].body[0]"));
   // a barrier one member never reaches because it waits for a message sent after the barrier
   p = ProgramBuilder();
   p.alloc(0, "buf", 64).sync(0).send(0, 1, 64);
