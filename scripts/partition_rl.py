@@ -19,7 +19,8 @@ unsatisfiable proposals score 0.
       throughput after each sample)
 
 Common options: --tessera (build/cli/tessera), --config (configs/mcm-ring-36.json),
---score-by model|simulate (model), --batch 4 (proposals per policy update).
+--score-by model|simulate (model), --batch 4 (proposals per policy update), --weights-share S
+(the static memory check's share, passed to tessera partition).
 """
 import argparse
 import json
@@ -41,7 +42,7 @@ class Server:
 
     def __init__(self, args, workload):
         cmd = [args.tessera, "partition", "--config", args.config, "--workload", workload, "--serve",
-               "--score-by", args.score_by]
+               "--score-by", args.score_by] + (["--weights-share", str(args.weights_share)] if args.weights_share else [])
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline()
         if not line:
@@ -250,6 +251,8 @@ def main():
     ap.add_argument("--workload", default="bert-large")
     ap.add_argument("--init", default="")
     ap.add_argument("--samples", type=int, default=60)
+    ap.add_argument("--weights-share", type=float, default=0.0,
+                    help="passed to tessera partition (0: its default)")
     ap.add_argument("--budget-seconds", type=float, default=0.0,
                     help="train: start no sample after this much wall-clock time (0: --samples alone)")
     ap.add_argument("--quiet", action="store_true")

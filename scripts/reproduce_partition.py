@@ -23,7 +23,7 @@ convergence plots under --out:
   scripts/reproduce_partition.py [--tessera build/cli/tessera] [--out results/partition]
       [--models bert-large,vit-base,resnet-18,nerf] [--seeds 5] [--samples 40]
       [--fidelity-samples 40] [--only search,learned,fidelity,budget] [--jobs 2]
-      [--budget-models bert-large] [--budget-seconds 120] [--budget-seeds 3]
+      [--budget-models bert-large] [--budget-seconds 120] [--budget-seeds 3] [--weights-share S]
       [--rl-models bert-large] [--rl-seeds 3] [--corpus-graphs 12] [--pretrain-samples 32]
 """
 import argparse
@@ -40,13 +40,16 @@ CONFIG = os.path.join(ROOT, "configs", "mcm-ring-36.json")
 FRACTIONS = [0.9, 0.95, 0.99]  # of the best throughput any search found for the model
 
 
+WEIGHTS_SHARE = []  # ["--weights-share", S] when --weights-share is given
+
+
 def partition(tessera, model, search, seed, samples, score_by, seconds=0.0):
     """One `tessera partition` run; its results JSON (or {"error": ...})."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         cmd = [tessera, "partition", "--config", CONFIG, "--workload", model, "--search", search,
                "--seed", str(seed), "--budget-samples", str(samples), "--score-by", score_by,
-               "--results", out] + (["--budget-seconds", str(seconds)] if seconds > 0 else [])
+               "--results", out] + (["--budget-seconds", str(seconds)] if seconds > 0 else []) + WEIGHTS_SHARE
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return {"error": (p.stderr or p.stdout).strip(), "command": " ".join(cmd)}
@@ -128,6 +131,8 @@ def search_runs(args, pool, cache):
 
 def rl(args, cmd_args):
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "partition_rl.py")] + cmd_args + ["--tessera", args.tessera]
+    if cmd_args[0] == "train":
+        cmd += WEIGHTS_SHARE
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return {"error": (p.stderr or p.stdout).strip()[-2000:], "command": " ".join(cmd)}
@@ -180,7 +185,7 @@ def budget_runs(args):
     policy = pretrained_policy(args)
     data = {}
     for model in args.budget_models:
-        greedy = partition(args.tessera, model, "greedy", 1, 1, "simulate")
+        greedy = partition(args.tessera, model, "greedy", 1, 10, "simulate")  # fills 1.0, 0.9, ... until one fits
         runs = {"greedy": greedy}
         for method in ("random", "sa"):
             runs[method] = [partition(args.tessera, model, method, seed, 0, "simulate", args.budget_seconds)
@@ -203,15 +208,16 @@ def budget_runs(args):
 
 
 def budget_table(data, seconds):
-    rows = ["| model | search | samples in the budget | best simulated throughput (micro-batches/s) | over greedy |",
-            "|---|---|---|---|---|"]
+    rows = ["| model | search | samples in the budget | out of memory | best simulated throughput (micro-batches/s) "
+            "| over greedy |", "|---|---|---|---|---|---|"]
     for model, runs in data.items():
         g = runs["greedy"]
         if "error" in g:
             rows.append(f"| {model} | greedy | failed: {g['error'][-200:]} | | |")
             continue
         base = g["convergence"][-1]["best_per_second"]
-        rows.append(f"| {model} | greedy | 1 | {base:,.1f} | 1.00x |")
+        g_oom = sum(1 for c in g["convergence"] if not c["fits"])
+        rows.append(f"| {model} | greedy | {len(g['convergence'])} | {g_oom} | {base:,.1f} | 1.00x |")
         for method, results in runs.items():
             if method == "greedy":
                 continue
@@ -221,10 +227,14 @@ def budget_table(data, seconds):
                 continue
             n_m, n_s = mean_std([len(r["convergence"]) for r in ok])
             b_m, b_s = mean_std([r["convergence"][-1]["best_per_second"] for r in ok])
-            rows.append(f"| {model} | {method} | {n_m:.1f} ± {n_s:.1f} | {b_m:,.1f} ± {b_s:,.1f} ({len(ok)} seeds) | "
-                        f"{b_m / base:.3f}x |")
-    return (f"Searches under a wall-clock budget of {seconds:g} s each on mcm-ring-36, every sample scored by the "
-            f"simulator, one run at a time; mean ± std over the seeds:\n\n" + "\n".join(rows) + "\n\n")
+            oom = sum(sum(1 for c in r["convergence"] if not c["fits"]) for r in ok)
+            total = sum(len(r["convergence"]) for r in ok)
+            over = f"{b_m / base:.3f}x" if base > 0 else "— (greedy fits nothing)"
+            rows.append(f"| {model} | {method} | {n_m:.1f} ± {n_s:.1f} | {oom}/{total} | {b_m:,.1f} ± {b_s:,.1f} "
+                        f"({len(ok)} seeds) | {over} |")
+    share = f", weights share {WEIGHTS_SHARE[1]}" if WEIGHTS_SHARE else ""
+    return (f"Searches under a wall-clock budget of {seconds:g} s each on mcm-ring-36{share}, every sample scored by "
+            f"the simulator, one run at a time; mean ± std over the seeds:\n\n" + "\n".join(rows) + "\n\n")
 
 
 def pearson(xs, ys):
@@ -298,6 +308,8 @@ def main():
     ap.add_argument("--corpus-graphs", type=int, default=12)
     ap.add_argument("--pretrain-samples", type=int, default=32)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--weights-share", type=float, default=0.0,
+                    help="the static memory check's share for every search (0: tessera partition's default)")
     ap.add_argument("--budget-models", default="bert-large")
     ap.add_argument("--budget-seconds", type=float, default=120.0)
     ap.add_argument("--budget-seeds", type=int, default=3)
@@ -305,6 +317,8 @@ def main():
     args.models = [m for m in args.models.split(",") if m]
     args.rl_models = [m for m in args.rl_models.split(",") if m]
     args.budget_models = [m for m in args.budget_models.split(",") if m]
+    if args.weights_share:
+        WEIGHTS_SHARE.extend(["--weights-share", str(args.weights_share)])
     only = set(args.only.split(","))
     os.makedirs(args.out, exist_ok=True)
     report, everything, cache = "", {}, {}
