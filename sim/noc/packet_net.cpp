@@ -125,7 +125,7 @@ void PacketNetwork::process_cycle(Cycles t) {
     injects_.clear();
     for (const Event& e : now_events_) {
       switch (e.kind) {
-        case Kind::Inject: injects_.push_back(e.a); break;
+        case Kind::Inject: injects_.push_back({messages_[e.a].src, e.a, messages_[e.a].order}); break;
         case Kind::Ready: wait_at(e.a, t); break;
         case Kind::ChannelFree:
           if (channels_[e.a].wake_at == t) channels_[e.a].wake_at = kNever;
@@ -145,12 +145,13 @@ void PacketNetwork::process_cycle(Cycles t) {
           break;
       }
     }
-    auto by_source = [this](std::uint32_t a, std::uint32_t b) {
-      const Message &x = messages_[a], &y = messages_[b];
-      return x.src != y.src ? x.src < y.src : x.order < y.order;
+    auto by_source = [](const Injected& a, const Injected& b) {
+      return a.src != b.src ? a.src < b.src : a.order < b.order;
     };
-    if (injects_.size() > 1) std::sort(injects_.begin(), injects_.end(), by_source);
-    for (std::uint32_t m : injects_) start_message(m, t);
+    // Often already in order: checking first costs one pass.
+    if (injects_.size() > 1 && !std::is_sorted(injects_.begin(), injects_.end(), by_source))
+      std::sort(injects_.begin(), injects_.end(), by_source);
+    for (const Injected& x : injects_) start_message(x.message, t);
     // Channels are arbitrated oldest first too, by the oldest packet waiting for each (whatever
     // order their events came in): when two channels want one buffer's read port in the same
     // cycle, the one with the older packet gets it.
@@ -161,10 +162,9 @@ void PacketNetwork::process_cycle(Cycles t) {
       if (!ch.waiting.empty()) grants_.push_back({ch.waiting.front().ready, ch.waiting.front().seq, c});
     }
     dirty_.clear();
-    if (grants_.size() > 1)
-      std::sort(grants_.begin(), grants_.end(), [](const Grant& a, const Grant& b) {
-        return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq;
-      });
+    auto older = [](const Grant& a, const Grant& b) { return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq; };
+    if (grants_.size() > 1 && !std::is_sorted(grants_.begin(), grants_.end(), older))
+      std::sort(grants_.begin(), grants_.end(), older);
     for (const Grant& g : grants_) try_grant(g.channel, t);
   }
 }

@@ -234,7 +234,13 @@ class PacketNetwork : public Transport {
   std::vector<bool> source_busy_;
   EventWheel<Event> wheel_;
   std::vector<Event> now_events_;
-  std::vector<std::uint32_t> injects_, dirty_;
+  struct Injected {  // a message injected this cycle, with its sort key copied out of the pool
+    std::uint32_t src;
+    std::uint32_t message;
+    std::uint64_t order;
+  };
+  std::vector<Injected> injects_;
+  std::vector<std::uint32_t> dirty_;
   struct Grant {  // a channel to arbitrate, keyed by its oldest waiting packet
     Cycles ready;
     std::uint64_t seq;
