@@ -90,7 +90,7 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   msg.arrival = 0;
   msg.next = kNil;
   msg.order = order_++;
-  wheel_.push(when, {m, kNil, Kind::Inject});
+  wheel_.push(when, {m, Kind::Inject});
 }
 
 const PacketNetwork::CachedRoute& PacketNetwork::route_of(std::uint32_t src, std::uint32_t dst) {
@@ -138,10 +138,6 @@ void PacketNetwork::process_cycle(Cycles t) {
         case Kind::ReadFree:
           if (buffers_[e.a].read_wake_at == t) buffers_[e.a].read_wake_at = kNever;
           unpark_for_read(e.a);
-          break;
-        case Kind::CoupledEnd:  // an exchange message's send and receive ports
-          mark(e.a);
-          mark(e.c);
           break;
       }
     }
@@ -224,14 +220,14 @@ void PacketNetwork::wake_channel(std::uint32_t c, Cycles at) {
   Channel& ch = channels_[c];
   if (ch.wake_at <= at) return;  // an earlier wake looks again and comes back here if need be
   ch.wake_at = at;
-  wheel_.push(at, {c, kNil, Kind::ChannelFree});
+  wheel_.push(at, {c, Kind::ChannelFree});
 }
 
 void PacketNetwork::wake_for_room(std::uint32_t b, Cycles at) {
   Buffer& buf = buffers_[b];
   if (buf.room_wake_at <= at) return;
   buf.room_wake_at = at;
-  wheel_.push(at, {b, kNil, Kind::RoomBack});
+  wheel_.push(at, {b, Kind::RoomBack});
 }
 
 // Room whose tail left by cycle t comes back.
@@ -341,7 +337,7 @@ void PacketNetwork::park_for_read(std::uint32_t c, const Waiting& w) {
   const Cycles at = ceil_fp(buf.read_free_fp, kFrac);
   if (buf.read_wake_at > at) {
     buf.read_wake_at = at;
-    wheel_.push(at, {b, kNil, Kind::ReadFree});
+    wheel_.push(at, {b, Kind::ReadFree});
   }
 }
 
@@ -436,7 +432,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     const std::int64_t next_fp = std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac);
     const std::int64_t ready_fp = std::max(start_fp + lat_fp, tail_fp + lat_fp - next_fp);
     ++pk.hop;
-    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {p, kNil, Kind::Ready});
+    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {p, Kind::Ready});
   } else {
     msg.arrival = std::max(msg.arrival, end + ch.latency);
     --live_packets_;
@@ -471,7 +467,9 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
     if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "msg", t, d);
   }
   hops_ += 2;
-  wheel_.push(end, {s, r, Kind::CoupledEnd});
+  // Packets that came to the send port while it was held wait for it to free (those coming
+  // later, and those at the receive port, set their own wake: wait_at, try_grant).
+  if (!S.waiting.empty()) wake_channel(s, end);
   msg.arrival = end + S.latency + R.latency;
   --live_packets_;
   const std::uint32_t src = msg.src, m = pk.msg;

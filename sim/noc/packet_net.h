@@ -176,11 +176,9 @@ class PacketNetwork : public Transport {
   // Events exist only where someone waits: a channel is woken when it frees only if packets wait
   // for it, a buffer when room comes back or its read port frees only if packets were set aside
   // for that. Room itself comes back by settle() at the cycle the tail leaves.
-  enum class Kind : std::uint8_t { Inject, Ready, ChannelFree, RoomBack, ReadFree, CoupledEnd };
-  struct Event {  // 12 bytes: the wheel moves many of them
-    std::uint32_t a;  // Inject: message; Ready: packet; ChannelFree, CoupledEnd: channel;
-                      // RoomBack, ReadFree: buffer
-    std::uint32_t c;  // CoupledEnd: the receive port
+  enum class Kind : std::uint8_t { Inject, Ready, ChannelFree, RoomBack, ReadFree };
+  struct Event {  // 8 bytes: the wheel moves many of them
+    std::uint32_t a;  // Inject: message; Ready: packet; ChannelFree: channel; RoomBack, ReadFree: buffer
     Kind kind;
   };
 
