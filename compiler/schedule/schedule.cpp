@@ -612,17 +612,21 @@ Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<Exc
   const Bytes sram = cfg.chip.core.sram_bytes - reserved;
   const Bytes live = live_activation_bytes(w, o.target.cores);
   const std::size_t n = ops.size();
+  // Each candidate's weight bytes per core, looked up by the reconciliation's every step.
+  std::vector<std::vector<Bytes>> wbytes(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (const auto& p : fronts[i]) wbytes[i].push_back(weight_bytes(p, w));
   // Line 3: every operator's weights start in their most memory-efficient plan.
   std::vector<std::size_t> idle(n, 0), act(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     std::size_t best = 0;
     for (std::size_t q = 0; q < fronts[i].size(); ++q)
-      if (weight_bytes(fronts[i][q], w) < weight_bytes(fronts[i][best], w)) best = q;
+      if (wbytes[i][q] < wbytes[i][best]) best = q;
     idle[i] = best;
   }
   auto idle_total = [&] {
     Bytes b = 0;
-    for (std::size_t i = 0; i < n; ++i) b += weight_bytes(fronts[i][idle[i]], w);
+    for (std::size_t i = 0; i < n; ++i) b += wbytes[i][idle[i]];
     return b;
   };
   Bytes idle_bytes = idle_total();
@@ -691,9 +695,9 @@ Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<Exc
       if (!has_weights(ops[i], w)) continue;
       const double cur = exchanges.setup_price(i, fronts[i][idle[i]], fronts[i][act[i]]);
       if (cur <= 0) continue;
-      const Bytes cur_mem = weight_bytes(fronts[i][idle[i]], w);
+      const Bytes cur_mem = wbytes[i][idle[i]];
       for (std::size_t q = 0; q < fronts[i].size(); ++q) {
-        const Bytes mem = weight_bytes(fronts[i][q], w);
+        const Bytes mem = wbytes[i][q];
         if (mem < cur_mem || q == idle[i] || fronts[i][q].weights_striped) continue;
         const double saved = cur - exchanges.setup_price(i, fronts[i][q], fronts[i][act[i]]);
         // A layout no bigger than the current idle one that saves setup is free: take it first.
@@ -704,8 +708,8 @@ Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<Exc
     if (bo == n || idle_bytes + bdelta + live > sram) break;
     // Identical operators (the layers of a model) move together: same plans, same trade.
     for (std::size_t i = 0; i < n; ++i)
-      if (sigs[i] == sigs[bo] && idle[i] == idle[bo] && idle_bytes + weight_bytes(fronts[i][bq], w) - weight_bytes(fronts[i][idle[i]], w) + live <= sram) {
-        idle_bytes += weight_bytes(fronts[i][bq], w) - weight_bytes(fronts[i][idle[i]], w);
+      if (sigs[i] == sigs[bo] && idle[i] == idle[bo] && idle_bytes + wbytes[i][bq] - wbytes[i][idle[i]] + live <= sram) {
+        idle_bytes += wbytes[i][bq] - wbytes[i][idle[i]];
         idle[i] = bq;
       }
   }
