@@ -40,16 +40,18 @@ CONFIG = os.path.join(ROOT, "configs", "mcm-ring-36.json")
 FRACTIONS = [0.9, 0.95, 0.99]  # of the best throughput any search found for the model
 
 
-WEIGHTS_SHARE = []  # ["--weights-share", S] when --weights-share is given
+def share_args(args):
+    """--weights-share for tessera partition, when given."""
+    return ["--weights-share", str(args.weights_share)] if args.weights_share else []
 
 
-def partition(tessera, model, search, seed, samples, score_by, seconds=0.0):
+def partition(args, model, search, seed, samples, score_by, seconds=0.0):
     """One `tessera partition` run; its results JSON (or {"error": ...})."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        cmd = [tessera, "partition", "--config", CONFIG, "--workload", model, "--search", search,
+        cmd = [args.tessera, "partition", "--config", CONFIG, "--workload", model, "--search", search,
                "--seed", str(seed), "--budget-samples", str(samples), "--score-by", score_by,
-               "--results", out] + (["--budget-seconds", str(seconds)] if seconds > 0 else []) + WEIGHTS_SHARE
+               "--results", out] + (["--budget-seconds", str(seconds)] if seconds > 0 else []) + share_args(args)
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return {"error": (p.stderr or p.stdout).strip(), "command": " ".join(cmd)}
@@ -109,7 +111,7 @@ def table(everything, cache):
 
 def greedy_base(args, model, cache):
     if model not in cache:
-        cache[model] = partition(args.tessera, model, "greedy", 1, 10, "model")
+        cache[model] = partition(args, model, "greedy", 1, 10, "model")
     g = cache[model]
     return None if "error" in g else g["convergence"][-1]["best_per_second"]
 
@@ -122,7 +124,7 @@ def search_runs(args, pool, cache):
             print(f"{model}: greedy failed: {cache[model]['error']}", file=sys.stderr)
             data[model] = {"greedy": cache[model]}
             continue
-        runs = {m: list(pool.map(lambda s, m=m: partition(args.tessera, model, m, s, args.samples, "model"),
+        runs = {m: list(pool.map(lambda s, m=m: partition(args, model, m, s, args.samples, "model"),
                                  range(1, args.seeds + 1)))
                 for m in ("random", "sa")}
         data[model] = {"greedy": cache[model], **runs}
@@ -132,7 +134,7 @@ def search_runs(args, pool, cache):
 def rl(args, cmd_args):
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "partition_rl.py")] + cmd_args + ["--tessera", args.tessera]
     if cmd_args[0] == "train":
-        cmd += WEIGHTS_SHARE
+        cmd += share_args(args)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return {"error": (p.stderr or p.stdout).strip()[-2000:], "command": " ".join(cmd)}
@@ -185,10 +187,10 @@ def budget_runs(args):
     policy = pretrained_policy(args)
     data = {}
     for model in args.budget_models:
-        greedy = partition(args.tessera, model, "greedy", 1, 10, "simulate")  # fills 1.0, 0.9, ... until one fits
+        greedy = partition(args, model, "greedy", 1, 10, "simulate")  # fills 1.0, 0.9, ... until one fits
         runs = {"greedy": greedy}
         for method in ("random", "sa"):
-            runs[method] = [partition(args.tessera, model, method, seed, 0, "simulate", args.budget_seconds)
+            runs[method] = [partition(args, model, method, seed, 0, "simulate", args.budget_seconds)
                             for seed in range(1, args.budget_seeds + 1)]
         if policy:
             results = []
@@ -207,13 +209,13 @@ def budget_runs(args):
     return data
 
 
-def budget_table(data, seconds):
+def budget_table(data, seconds, weights_share=0.0):
     rows = ["| model | search | samples in the budget | out of memory | best simulated throughput (micro-batches/s) "
             "| over greedy |", "|---|---|---|---|---|---|"]
     for model, runs in data.items():
         g = runs["greedy"]
         if "error" in g:
-            rows.append(f"| {model} | greedy | failed: {g['error'][-200:]} | | |")
+            rows.append(f"| {model} | greedy | failed: {g['error'][-200:]} | | | |")
             continue
         base = g["convergence"][-1]["best_per_second"]
         g_oom = sum(1 for c in g["convergence"] if not c["fits"])
@@ -223,7 +225,7 @@ def budget_table(data, seconds):
                 continue
             ok = [r for r in results if "error" not in r]
             if not ok:
-                rows.append(f"| {model} | {method} | failed: {results[0]['error'][-200:]} | | |")
+                rows.append(f"| {model} | {method} | failed: {results[0]['error'][-200:]} | | | |")
                 continue
             n_m, n_s = mean_std([len(r["convergence"]) for r in ok])
             b_m, b_s = mean_std([r["convergence"][-1]["best_per_second"] for r in ok])
@@ -232,7 +234,7 @@ def budget_table(data, seconds):
             over = f"{b_m / base:.3f}x" if base > 0 else "— (greedy fits nothing)"
             rows.append(f"| {model} | {method} | {n_m:.1f} ± {n_s:.1f} | {oom}/{total} | {b_m:,.1f} ± {b_s:,.1f} "
                         f"({len(ok)} seeds) | {over} |")
-    share = f", weights share {WEIGHTS_SHARE[1]}" if WEIGHTS_SHARE else ""
+    share = f", weights share {weights_share:g}" if weights_share else ""
     return (f"Searches under a wall-clock budget of {seconds:g} s each on mcm-ring-36{share}, every sample scored by "
             f"the simulator, one run at a time; mean ± std over the seeds:\n\n" + "\n".join(rows) + "\n\n")
 
@@ -246,7 +248,7 @@ def pearson(xs, ys):
 
 
 def fidelity(args):
-    r = partition(args.tessera, "bert-large", "random", 11, args.fidelity_samples, "simulate")
+    r = partition(args, "bert-large", "random", 11, args.fidelity_samples, "simulate")
     if "error" in r:
         return f"fidelity run failed: {r['error']}\n", r
     fit = [s for s in r["convergence"] if s["fits"]]
@@ -317,8 +319,6 @@ def main():
     args.models = [m for m in args.models.split(",") if m]
     args.rl_models = [m for m in args.rl_models.split(",") if m]
     args.budget_models = [m for m in args.budget_models.split(",") if m]
-    if args.weights_share:
-        WEIGHTS_SHARE.extend(["--weights-share", str(args.weights_share)])
     only = set(args.only.split(","))
     os.makedirs(args.out, exist_ok=True)
     report, everything, cache = "", {}, {}
@@ -341,7 +341,7 @@ def main():
             everything["fidelity"] = data
     if "budget" in only:
         everything["budget"] = budget_runs(args)
-        report += budget_table(everything["budget"], args.budget_seconds)
+        report += budget_table(everything["budget"], args.budget_seconds, args.weights_share)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(everything, f, indent=1)
     with open(os.path.join(args.out, "tables.md"), "w") as f:

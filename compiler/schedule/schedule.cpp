@@ -100,8 +100,8 @@ struct ExchangeMemo {
   std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::size_t>>> ring_pairs;
   std::map<std::pair<std::uint64_t, Bytes>, cost::GatherFeatures> rings;
   std::map<std::pair<std::uint64_t, Bytes>, double> replayed_rings;
-  // Each distinct operator's candidate plans with their terms, unpriced (by signature and
-  // shapes), kept by a search for the one after it, which takes them.
+  // Each distinct operator's candidate plans with their terms, unpriced (by operator_key), kept
+  // by a search for the one after it, which takes them.
   std::map<std::string, std::vector<plan::Plan>> candidates;
 };
 
@@ -448,11 +448,11 @@ std::string front_scope(const Options& o, const char* planner) {
                      t.model ? fnv1a_hex(t.model->to_json().dump()) : std::string("analytical"));
 }
 
-// An operator's key in a FrontCache: its signature and the shapes of the tensors it reads and
-// writes (the signature has their indices, not their sizes).
-std::string front_key(const std::string& scope, const std::string& sig, const ir::Operator& op,
-                      const ir::Workload& w) {
-  std::string k = scope + sig;
+// An operator's key: its signature and the shapes of the tensors it reads and writes (the
+// signature has their indices, not their sizes). What its candidate plans depend on besides the
+// target and the model.
+std::string operator_key(const std::string& sig, const ir::Operator& op, const ir::Workload& w) {
+  std::string k = sig;
   auto shape = [&](const ir::Access& a) {
     for (auto d : w.tensor(a.tensor).shape) k += fmt::format("{},", d);
     k += ";";
@@ -462,26 +462,21 @@ std::string front_key(const std::string& scope, const std::string& sig, const ir
   return k;
 }
 
-// Candidate plans per operator, computed once per distinct signature (the layers of a model
-// share them) by `make`, then named for each operator. With a cache (and a scope), fronts made
-// by earlier schedules are reused and new ones kept.
+// Candidate plans per operator, computed by `make(op, operator key)` once per distinct operator
+// (the layers of a model share them), then named for each operator. A shared cache (with a
+// scope) keeps them for later schedules; otherwise this schedule keeps its own.
 template <class Make>
 std::vector<std::vector<plan::Plan>> plans_per_op(const ir::Workload& w, const std::vector<std::string>& sigs,
                                                   FrontCache* shared, const std::string& scope, Make&& make) {
-  std::map<std::string, std::vector<plan::Plan>> cache;
+  FrontCache own;
+  FrontCache& cache = shared && !scope.empty() ? *shared : own;
   std::vector<std::vector<plan::Plan>> out;
   for (std::size_t i = 0; i < w.ops().size(); ++i) {
     const ir::Operator& op = w.ops()[i];
-    if (shared && !scope.empty()) {
-      const std::string key = front_key(scope, sigs[i], op, w);
-      const std::vector<plan::Plan>* front = shared->find(key);
-      if (!front) front = &shared->put(key, make(op));
-      out.push_back(with_names(*front, op));
-      continue;
-    }
-    auto it = cache.find(sigs[i]);
-    if (it == cache.end()) it = cache.emplace(sigs[i], make(op)).first;
-    out.push_back(with_names(it->second, op));
+    const std::string key = operator_key(sigs[i], op, w);
+    const std::vector<plan::Plan>* front = cache.find(scope + key);
+    if (!front) front = &cache.put(scope + key, make(op, key));
+    out.push_back(with_names(*front, op));
   }
   return out;
 }
@@ -580,8 +575,8 @@ Schedule search_t10(const ir::Workload& w, const Options& o, std::shared_ptr<Exc
   const std::vector<std::string> sigs = signatures(w);
   Exchanges exchanges(w, o, memo);
   memo = exchanges.memo();
-  auto fronts = plans_per_op(w, sigs, o.fronts, front_scope(o, "t10"), [&](const ir::Operator& op) {
-    std::vector<plan::Plan> all = exchanges.candidates(op, front_key("", signature(op, w), op, w), keep_candidates, [&] {
+  auto fronts = plans_per_op(w, sigs, o.fronts, front_scope(o, "t10"), [&](const ir::Operator& op, const std::string& key) {
+    std::vector<plan::Plan> all = exchanges.candidates(op, key, keep_candidates, [&] {
       return plan::enumerate_plans(op, w, o.target);
     });
     for (auto& p : all) plan::price(p.cost, o.target.model_for(op));
@@ -825,7 +820,7 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o) {
   const Bytes local = sram - vgm;
   s.idle_bytes_per_core = vgm;
   s.active_bytes_per_core = local;
-  const auto fronts = plans_per_op(w, signatures(w), o.fronts, front_scope(o, "vgm"), [&](const ir::Operator& op) {
+  const auto fronts = plans_per_op(w, signatures(w), o.fronts, front_scope(o, "vgm"), [&](const ir::Operator& op, const std::string&) {
     auto plans = plan::enumerate_plans(op, w, o.target, /*allow_rotation=*/false);
     for (auto& p : plans) {
       p.cost.shift_cycles = vgm_transfer_cycles(p, cfg);
