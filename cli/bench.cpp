@@ -58,7 +58,9 @@ struct Measured {
 
 Measured run(const sim::Config& cfg, const Json& program_json, const std::string& what) {
   sim::Program prog = sim::parse_program(program_json, what, cfg);
-  sim::SimOutcome o = sim::simulate(cfg, prog);
+  sim::SimOptions so;
+  so.fast_forward = false;  // the speed of simulating, not of skipping what repeats
+  sim::SimOutcome o = sim::simulate(cfg, prog, so);
   return {o.host_cpu_seconds, o.results["work_items"].get<std::uint64_t>(), o.results["total_cycles"].get<std::uint64_t>(),
           prog.cores.size()};
 }
@@ -137,6 +139,13 @@ void bench_compile(const CompileBenchOptions& o) {
              s.host_cpu_seconds, s.results["work_items"].get<std::uint64_t>(), s.results["messages"].get<std::uint64_t>(),
              s.results["total_cycles"].get<std::uint64_t>(), s.results["total_seconds"].get<double>() * 1e3);
   fmt::print("  relayout steps held at most: {}\n", s.results["relayout_steps_peak"].get<std::uint64_t>());
+  if (s.results.contains("fast_forward")) {
+    const Json& ff = s.results["fast_forward"];
+    fmt::print("  fast-forward: {} of {} stretches between global barriers replayed ({} repeat, {} recorded; "
+               "--no-fast-forward on `run` simulates them all, with the same results)\n",
+               ff["replayed"].get<std::uint64_t>(), ff["stretches"].get<std::uint64_t>(),
+               ff["repeating"].get<std::uint64_t>(), ff["recorded"].get<std::uint64_t>());
+  }
   fmt::print("compile time: {:.2f} s (goal: under 60 s on this machine); compile + simulate {:.2f} CPU-s; "
              "peak host memory {:.0f} MiB\n", t2 - t0, (t2 - t0) + s.host_cpu_seconds, peak_rss_mib());
 }
@@ -337,6 +346,7 @@ void bench_cross_chip(const NocBenchOptions& o) {
     const Json out = sim::run_isolated([&]() -> Json {
       sim::SimOptions so;
       so.in_process = true;
+      so.fast_forward = false;  // packet-hops simulated, not skipped
       const sim::SimOutcome r = sim::simulate(cfg, prog, so);
       return {{"cpu", r.host_cpu_seconds}, {"hops", r.results["network_hops"]}, {"cycles", r.results["total_cycles"]},
               {"rss", peak_rss_mib()}};

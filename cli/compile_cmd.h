@@ -14,6 +14,7 @@ struct CompileArgs {
   compiler::CompileOptions opt;
   bool quiet = false;
   bool save_workload = false;
+  bool no_fast_forward = false;    // run: simulate every stretch (SimOptions::fast_forward)
   std::string calibration;         // cost model file (docs/cost.md); empty: analytical
   bool force_calibration = false;  // use it even if fitted on another config
   std::string price_by = "model";  // "model" or "simulate" (the oracle, docs/cost.md)

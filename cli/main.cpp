@@ -32,7 +32,8 @@ using tessera::Json;
 using tessera::cli::write_json;
 
 int simulate_cmd(const std::string& config, const std::string& program, const std::string& out,
-                 const std::string& trace, bool quiet, bool functional, const std::string& engine) {
+                 const std::string& trace, bool quiet, bool functional, const std::string& engine,
+                 bool fast_forward) {
   namespace sim = tessera::sim;
   const sim::Config cfg = sim::load_config(config);
   sim::ProgramOptions po;
@@ -42,6 +43,7 @@ int simulate_cmd(const std::string& config, const std::string& program, const st
   opt.trace_path = trace;
   opt.in_process = true;  // one simulation per command
   opt.collective_engine = engine;
+  opt.fast_forward = fast_forward;
   if (engine != "ideal" && engine != "cores" && engine != "ace")
     throw tessera::Error(fmt::format("--collective-engine {}: expected ideal, cores or ace", engine));
   const sim::SimOutcome o = sim::simulate(cfg, prog, opt);
@@ -134,6 +136,10 @@ int main(int argc, char** argv) {
   sim_cmd->add_flag("--functional", sim_functional,
                     "carry values (the program needs views, exprs and data_tensors: tessera compile --functional); "
                     "stored tensors go to the results file's \"outputs\"");
+  bool sim_no_ff = false;
+  sim_cmd->add_flag("--no-fast-forward", sim_no_ff,
+                    "simulate every stretch between global barriers, even one that repeats from an idle state "
+                    "(the same results; docs/hardware-model.md, \"Fast-forward\")");
 
   auto* prog_cmd = app.add_subcommand("program", "program files: convert between JSON and the binary form, check one against a config");
   prog_cmd->require_subcommand(1);
@@ -271,7 +277,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
   try {
-    if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional, sim_engine);
+    if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional, sim_engine, !sim_no_ff);
     if (prog_convert->parsed()) {
       tessera::sim::convert_program(conv_in, conv_out);
       fmt::print("{} written to {}\n", conv_in, conv_out);

@@ -92,7 +92,8 @@ SimOutcome simulate(const Config& cfg, const Program& prog, const SimOptions& op
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
     std::unique_ptr<TraceRecorder> trace;
     if (!options.trace_path.empty()) trace = std::make_unique<TraceRecorder>();
-    System system("tessera", cfg, prog, trace.get(), options.collective_engine, options.relayouts_by_items);
+    System system("tessera", cfg, prog, trace.get(), options.collective_engine, options.relayouts_by_items,
+                  options.fast_forward);
     const double t0 = process_cpu_seconds();
     sc_core::sc_start();
     const double cpu = process_cpu_seconds() - t0;

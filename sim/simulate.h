@@ -20,6 +20,10 @@ struct SimOptions {
   // Reference for tests: each core runs its relayout steps as the items they stand for on its
   // own thread, matched with the plain messages (slower; same timing).
   bool relayouts_by_items = false;
+  // Replay the stretches between global barriers that repeat from an idle state instead of
+  // simulating them again (sim/system/fast_forward.h): the same results, field for field, but
+  // the results' "fast_forward" counts. Off: the reference.
+  bool fast_forward = true;
 };
 
 struct SimOutcome {

@@ -17,10 +17,12 @@ const char* activity_name(Activity a) {
 
 Core::Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
            TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
-           FunctionalContext* functional, RelayoutRunner& relayouts, bool relayouts_by_items)
+           FunctionalContext* functional, RelayoutRunner& relayouts, bool relayouts_by_items,
+           SegmentHook* segments, std::size_t index)
     : sc_core::sc_module(name), dma("dma"), barrier("barrier"), prog_(program),
       issue_cycles_(dma_issue_cycles), trace_(trace), track_(trace_track), status_(status), tags_(tags),
-      fx_(functional), relayouts_(relayouts), relayouts_by_items_(relayouts_by_items) {
+      fx_(functional), relayouts_(relayouts), relayouts_by_items_(relayouts_by_items), segments_(segments),
+      index_(index) {
   SC_THREAD(run);
 }
 
@@ -29,9 +31,14 @@ void Core::run() {
     // Loop counters live on a small stack; nesting depth is bounded by the program text.
     std::vector<std::uint32_t> remaining;
     const auto& code = prog_.code;
+    static const std::vector<std::uint32_t> kNoBounds;
+    const std::vector<std::uint32_t>& bounds = segments_ ? segments_->bounds(index_) : kNoBounds;
+    std::size_t segment = 0;  // the stretch pc_ is in: it ends at bounds[segment]
     while (pc_ < code.size()) {
       const Item& it = code[pc_];
-      if (it.op == Op::LoopBegin) {
+      if (segment < bounds.size() && pc_ == bounds[segment]) {
+        at_bound(segment);
+      } else if (it.op == Op::LoopBegin) {
         remaining.push_back(it.arg);
         ++pc_;
       } else if (it.op == Op::LoopEnd) {
@@ -56,6 +63,22 @@ void Core::run() {
     status_.simulation_error = dynamic_cast<const SimulationError*>(&e) != nullptr;
     sc_core::sc_stop();
   }
+}
+
+// The global barrier that closes a stretch: report it, take part, and at the start of the next
+// stretch either run it or add what it did the last time it ran from the same idle state.
+void Core::at_bound(std::size_t& segment) {
+  const std::vector<std::uint32_t>& bounds = segments_->bounds(index_);
+  segments_->end(segment, index_, now_cycles(), busy_, items_run_);
+  execute(prog_.code[pc_]);
+  ++pc_;
+  if (++segment >= bounds.size()) return;  // the rest of the program closes at no barrier
+  const SegmentHook::CoreDelta* d = segments_->begin(segment, index_, now_cycles(), busy_, items_run_);
+  if (!d) return;
+  if (d->cycles) wait(cycles(d->cycles));
+  for (int a = 0; a < kActivities; ++a) busy_[a] += d->busy[a];
+  items_run_ += d->items;
+  pc_ = bounds[segment];
 }
 
 Buffer& Core::buffer(std::uint32_t slot) {
@@ -211,6 +234,7 @@ void Core::account(Activity a, std::uint32_t tag, Cycles start, Cycles end) {
     tags_.last[tag] = std::max(tags_.last[tag], end);
   }
   if (trace_) trace_->span(track_, activity_name(a), start, end - start);
+  if (segments_ && segments_->recording) segments_->note(index_, tag, a, start, end);
 }
 
 void Core::execute(const Item& it) {

@@ -41,6 +41,34 @@ struct RunStatus {
   bool simulation_error = false;
 };
 
+// Where cores report the stretches of their programs between the program's global barriers
+// (sim/system/fast_forward.h): a stretch already simulated from the same idle state can be
+// replayed instead of simulated again.
+class SegmentHook {
+ public:
+  // What one core's part of a replayed stretch adds: the cycles from its start to the core's
+  // arrival at the closing barrier, busy cycles by activity, work items run.
+  struct CoreDelta {
+    Cycles cycles = 0;
+    std::array<Cycles, kActivities> busy{};
+    std::uint64_t items = 0;
+  };
+  virtual ~SegmentHook() = default;
+  // Per core (by its index in Program::cores): the item index of each global barrier that
+  // closes a stretch, ascending.
+  virtual const std::vector<std::uint32_t>& bounds(std::size_t core_index) const = 0;
+  // The core starts stretch `s` (after bound s-1) at `now`: what to add instead of running it,
+  // or null to simulate it.
+  virtual const CoreDelta* begin(std::size_t s, std::size_t core_index, Cycles now,
+                                 const std::array<Cycles, kActivities>& busy, std::uint64_t items) = 0;
+  // The core is at the barrier that closes stretch `s`.
+  virtual void end(std::size_t s, std::size_t core_index, Cycles now, const std::array<Cycles, kActivities>& busy,
+                   std::uint64_t items) = 0;
+  // While a stretch is being recorded, every accounted span is reported to note().
+  bool recording = false;
+  virtual void note(std::size_t core_index, std::uint32_t tag, Activity a, Cycles start, Cycles end) = 0;
+};
+
 class Core : public sc_core::sc_module, private StepSink {
  public:
   sc_core::sc_port<DmaIf> dma;
@@ -49,7 +77,8 @@ class Core : public sc_core::sc_module, private StepSink {
   SC_HAS_PROCESS(Core);
   Core(sc_core::sc_module_name name, const CoreProgram& program, Cycles dma_issue_cycles,
        TraceRecorder* trace, int trace_track, RunStatus& status, TagStats& tags,
-       FunctionalContext* functional, RelayoutRunner& relayouts, bool relayouts_by_items = false);
+       FunctionalContext* functional, RelayoutRunner& relayouts, bool relayouts_by_items = false,
+       SegmentHook* segments = nullptr, std::size_t index = 0);
 
   const CoreProgram& program() const { return prog_; }
   bool done() const { return done_; }
@@ -62,6 +91,7 @@ class Core : public sc_core::sc_module, private StepSink {
 
  private:
   void run();
+  void at_bound(std::size_t& segment);
   void execute(const Item& item);
   void run_relayout(const Item& item);
   void run_relayout_items(const Item& item, const RelayoutRunner::Steps& steps);
@@ -82,6 +112,8 @@ class Core : public sc_core::sc_module, private StepSink {
   RelayoutRunner& relayouts_;
   const Item* relayout_ = nullptr;  // the relayout item being run
   bool relayouts_by_items_;
+  SegmentHook* segments_;  // null: every stretch is simulated
+  std::size_t index_;      // in Program::cores
   mutable Item step_{};  // within it, the current step as an item (current() fills it on the DMA path)
   std::uint64_t items_run_ = 0;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // functional mode: by slot

@@ -46,6 +46,12 @@ class Dma : public sc_core::sc_module, public DmaIf {
   void relayout_finished(std::uint32_t relayout) override { net->relayout_finished(relayout); }
   const RelayoutStep* relayout_step() const override { return net->relayout_step(core_); }
   std::shared_ptr<const Payload> wait(std::uint32_t handle) override;
+  // No transfer started and not yet waited for (fast-forward).
+  bool idle() const {
+    for (const bool a : active_)
+      if (a) return false;
+    return true;
+  }
 
  private:
   Completion& start(std::uint32_t handle);

@@ -59,6 +59,39 @@ void OffchipMemory::serve() {
   requests_.clear();
 }
 
+bool OffchipMemory::quiet_at(Cycles t) const {
+  if (!requests_.empty()) return false;
+  for (const Channel& ch : channel_)
+    if (ch.free > t) return false;
+  return true;
+}
+
+void OffchipMemory::read_counters(std::vector<std::uint64_t>& out) const {
+  for (std::size_t c = 0; c < read_.size(); ++c) {
+    out.push_back(read_[c]);
+    out.push_back(written_[c]);
+  }
+  for (const Channel& ch : channel_) {
+    out.push_back(ch.stats.bytes);
+    out.push_back(ch.stats.busy_cycles);
+    out.push_back(ch.stats.transfers);
+  }
+}
+
+void OffchipMemory::add_counter(std::size_t i, std::uint64_t delta) {
+  if (i < 2 * read_.size()) {
+    (i % 2 ? written_ : read_)[i / 2] += delta;
+    return;
+  }
+  i -= 2 * read_.size();
+  ChannelStats& st = channel_[i / 3].stats;
+  switch (i % 3) {
+    case 0: st.bytes += delta; break;
+    case 1: st.busy_cycles += delta; break;
+    default: st.transfers += delta; break;
+  }
+}
+
 void OffchipMemory::stats(std::vector<ChannelStats*>& out) {
   for (auto& c : channel_) out.push_back(&c.stats);
 }

@@ -30,6 +30,12 @@ class OffchipMemory : public sc_core::sc_module, public MemoryIf {
   void stats(std::vector<ChannelStats*>& out);
   Bytes bytes_read(std::uint32_t chip) const { return read_[chip]; }
   Bytes bytes_written(std::uint32_t chip) const { return written_[chip]; }
+  // Fast-forward (sim/system/fast_forward.h): no request waiting and every channel free by t;
+  // the counters a stretch adds (per chip bytes read and written, per channel bytes, busy
+  // cycles, transfers), and adding a replayed stretch's difference to counter i.
+  bool quiet_at(Cycles t) const;
+  void read_counters(std::vector<std::uint64_t>& out) const;
+  void add_counter(std::size_t i, std::uint64_t delta);
 
  private:
   struct Request {

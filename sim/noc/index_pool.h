@@ -20,6 +20,7 @@ class IndexPool {
     return static_cast<std::uint32_t>(items_.size() - 1);
   }
   void release(std::uint32_t i) { free_.push_back(i); }
+  std::size_t live() const { return items_.size() - free_.size(); }
   T& operator[](std::uint32_t i) { return items_[i]; }
   const T& operator[](std::uint32_t i) const { return items_[i]; }
   void clear() {

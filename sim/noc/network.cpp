@@ -49,6 +49,20 @@ void Network::step() {
   if (next != kNever) wake_at(next);
 }
 
+bool Network::quiet_at(Cycles t) const {
+  return !engine_ && pending_.empty() && pool_.live() == 0 && relayouts_.idle() && transport_->quiet_at(t);
+}
+
+void Network::read_counters(std::vector<std::uint64_t>& out) const {
+  out.push_back(messages_);
+  transport_->read_counters(out);
+}
+
+void Network::add_counter(std::size_t i, std::uint64_t delta) {
+  if (i == 0) messages_ += delta;
+  else transport_->add_counter(i - 1, delta);
+}
+
 void Network::attach_collectives(const Config& cfg, const std::vector<CollectiveSpec>& specs,
                                  const std::string& engine) {
   auto* packets = dynamic_cast<PacketNetwork*>(transport_.get());

@@ -56,6 +56,13 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   std::string stuck_report() const { return transport_->stuck_report(); }
   std::uint64_t hops() const { return transport_->hops(); }
 
+  // Fast-forward (sim/system/fast_forward.h): nothing sent, posted or in flight, no collective
+  // engine, and the transport quiet at t; the counters a stretch adds (messages, then the
+  // transport's), and adding a replayed stretch's difference to counter i.
+  bool quiet_at(Cycles t) const;
+  void read_counters(std::vector<std::uint64_t>& out) const;
+  void add_counter(std::size_t i, std::uint64_t delta);
+
  private:
   struct Message {
     std::uint32_t src = 0, dst = 0;

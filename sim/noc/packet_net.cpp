@@ -505,6 +505,51 @@ void PacketNetwork::finish(std::uint32_t m) {
   if (listener_) listener_->delivered(id, arrival);  // last: a listener may inject and reuse m
 }
 
+bool PacketNetwork::quiet_at(Cycles t) const {
+  if (!wheel_.empty() || live_packets_ != 0) return false;
+  const std::int64_t t_fp = static_cast<std::int64_t>(t) * kFrac;
+  for (const Channel& ch : channels_)
+    if (ch.held || ch.free_fp > t_fp || ch.wake_at != kNever || !ch.waiting.empty()) return false;
+  for (const Buffer& b : buffers_) {
+    if (b.read_free_fp > t_fp || b.parked_room != 0 || !b.parked_for_read.empty() || b.room_wake_at != kNever ||
+        b.read_wake_at != kNever)
+      return false;
+    Bytes used[2] = {b.used[0], b.used[1]};  // with the room of every tail that has left
+    for (const Release& r : b.releases) {
+      if (r.at > t) return false;
+      used[r.cls] -= r.bytes;
+    }
+    if (used[0] != 0 || used[1] != 0) return false;
+    for (const Parked& p : b.parked_for_room)
+      if (p.requeued[0] != 0 || p.requeued[1] != 0) return false;
+  }
+  for (std::size_t s = 0; s < source_busy_.size(); ++s)
+    if (source_busy_[s] || queue_head_[s] != kNil) return false;
+  return true;
+}
+
+void PacketNetwork::read_counters(std::vector<std::uint64_t>& out) const {
+  out.push_back(hops_);
+  for (std::size_t c = 0; c < channels_.size(); ++c) {
+    out.push_back(stats_[c].bytes);
+    out.push_back(stats_[c].transfers);
+    out.push_back(static_cast<std::uint64_t>(channels_[c].busy_fp));
+  }
+}
+
+void PacketNetwork::add_counter(std::size_t i, std::uint64_t delta) {
+  if (i == 0) {
+    hops_ += delta;
+    return;
+  }
+  const std::size_t c = (i - 1) / 3;
+  switch ((i - 1) % 3) {
+    case 0: stats_[c].bytes += delta; break;
+    case 1: stats_[c].transfers += delta; break;
+    default: channels_[c].busy_fp += static_cast<std::int64_t>(delta); break;
+  }
+}
+
 void PacketNetwork::stats(std::vector<ChannelStats*>& out) {
   for (std::size_t c = 0; c < channels_.size(); ++c) {
     stats_[c].busy_cycles = ceil_fp(channels_[c].busy_fp, kFrac);

@@ -43,6 +43,9 @@ class PacketNetwork : public Transport {
   std::uint64_t hops() const override { return hops_; }
   void stats(std::vector<ChannelStats*>& out) override;
   void set_listener(TransportListener* l) override { listener_ = l; }
+  bool quiet_at(Cycles t) const override;
+  void read_counters(std::vector<std::uint64_t>& out) const override;
+  void add_counter(std::size_t i, std::uint64_t delta) override;
   const NetTopology& topology() const { return topo_; }
   // Back to cycle 0: idle, empty, statistics zeroed (a replay reuses one engine).
   void reset();

@@ -59,6 +59,13 @@ class RelayoutEngine {
   // messages sent to `dst` that no receive of it has taken yet.
   const RelayoutStep* current(std::uint32_t core) const { return runs_[core].done ? runs_[core].step : nullptr; }
   std::size_t pending(std::uint32_t dst) const { return pending_[dst]; }
+  // No core runs a relayout and no message of one is in flight (fast-forward).
+  bool idle() const {
+    if (messages_.live() != 0) return false;
+    for (const Run& r : runs_)
+      if (r.done) return false;
+    return true;
+  }
 
  private:
   static constexpr std::uint32_t kNone = ~0u;

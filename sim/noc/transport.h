@@ -55,6 +55,17 @@ class Transport {
   virtual std::uint64_t hops() const = 0;
   virtual void stats(std::vector<ChannelStats*>& out) = 0;
   virtual void set_listener(TransportListener* l) = 0;
+
+  // Fast-forward (sim/system/fast_forward.h). True when the network is empty and idle at cycle
+  // t: nothing in it, no event pending, and no port, link or buffer busy after t, so that what
+  // is injected from t on is timed exactly as it would be in any other such state. A level of
+  // detail that cannot tell says false (and is never fast-forwarded).
+  virtual bool quiet_at(Cycles) const { return false; }
+  // The counters a stretch of simulation adds to (hops, then per channel: bytes, transfers,
+  // busy time in the transport's own units), appended flat to `out`; add_counter adds a
+  // replayed stretch's difference to counter i.
+  virtual void read_counters(std::vector<std::uint64_t>&) const {}
+  virtual void add_counter(std::size_t, std::uint64_t) {}
 };
 
 }  // namespace tessera::sim

@@ -18,6 +18,7 @@ RelayoutRunner::Steps RelayoutRunner::steps(std::uint32_t r, std::uint32_t core)
     l.runs_left = prog_.relayout_runs[r];
     held_ += l.by_core.steps.size();
     peak_held_ = std::max(peak_held_, held_);
+    window_peak_ = std::max(window_peak_, held_);
     it = live_.emplace(r, std::move(l)).first;
   }
   const StepsByCore<RelayoutStep>& all = it->second.by_core;

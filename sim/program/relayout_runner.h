@@ -2,6 +2,7 @@
 // The simulator's side of re-layouts: a relayout's steps are worked out when the first core
 // reaches it, for every core at once (one pass over the pieces), and dropped once its cores have
 // run it as often as the program says. Only relayouts in progress take memory: 24 bytes per step.
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -30,6 +31,12 @@ class RelayoutRunner {
   // it (its steps are gone).
   bool done(std::uint32_t r);
   std::uint64_t peak_steps_held() const { return peak_held_; }
+  // Fast-forward: steps held now; the most held since watch() was called; a replayed stretch
+  // that held at most `steps` at once.
+  std::uint64_t held() const { return held_; }
+  void watch() { window_peak_ = held_; }
+  std::uint64_t watched_peak() const { return window_peak_; }
+  void replay_peak(std::uint64_t steps) { peak_held_ = std::max(peak_held_, steps); }
 
  private:
   struct Live {
@@ -40,7 +47,7 @@ class RelayoutRunner {
   const Program& prog_;
   const CoreConfig& core_;
   std::unordered_map<std::uint32_t, Live> live_;
-  std::uint64_t held_ = 0, peak_held_ = 0;
+  std::uint64_t held_ = 0, peak_held_ = 0, window_peak_ = 0;
 };
 
 }  // namespace tessera::sim

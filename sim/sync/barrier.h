@@ -23,6 +23,14 @@ class Barrier : public sc_core::sc_module, public BarrierIf {
   std::size_t arrived(std::uint32_t group) const { return groups_[group]->arrived; }
   std::size_t members(std::uint32_t group) const { return groups_[group]->members; }
   std::uint64_t barriers() const { return completed_; }
+  // Fast-forward: no member of any group but `except` waits; barriers completed in a replayed
+  // stretch are added.
+  bool idle_except(std::uint32_t except) const {
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+      if (g != except && groups_[g]->arrived != 0) return false;
+    return true;
+  }
+  void add_barriers(std::uint64_t n) { completed_ += n; }
 
  private:
   struct State {

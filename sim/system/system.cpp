@@ -11,7 +11,7 @@
 namespace tessera::sim {
 
 System::System(sc_core::sc_module_name name, const Config& cfg, const Program& prog, TraceRecorder* trace,
-               const std::string& collective_engine, bool relayouts_by_items)
+               const std::string& collective_engine, bool relayouts_by_items, bool fast_forward)
     : sc_core::sc_module(name), cfg_(cfg), prog_(prog), tags_(prog.tags.size()), relayouts_(prog, cfg.chip.core),
       network_("network", cfg, trace), barrier_("barrier", cfg, prog),
       memory_("offchip", cfg, trace) {
@@ -26,22 +26,30 @@ System::System(sc_core::sc_module_name name, const Config& cfg, const Program& p
     }
   }
   for (const CoreProgram& cp : prog.cores) {
+    dmas_.push_back(std::make_unique<Dma>(fmt::format("dma_{}", cp.core).c_str(), cp.core, cp.dma_handles));
+    dmas_.back()->net.bind(network_);
+    dmas_.back()->mem.bind(memory_);
+  }
+  // A trace wants every span, a functional run every value, and collectives run on an engine
+  // that keeps state of its own: those are always simulated in full.
+  if (fast_forward && !trace && !prog.functional && prog.collectives.empty())
+    fast_forward_ = FastForward::make(prog, network_, memory_, barrier_, dmas_, relayouts_, tags_);
+  for (std::size_t i = 0; i < prog.cores.size(); ++i) {
+    const CoreProgram& cp = prog.cores[i];
     const std::uint32_t chip = cfg.chip_of(cp.core);
     int track = trace ? trace->add_track(fmt::format("chip {} cores", chip), fmt::format("core {}", cp.core)) : -1;
-    dmas_.push_back(std::make_unique<Dma>(fmt::format("dma_{}", cp.core).c_str(), cp.core, cp.dma_handles));
-    Dma& d = *dmas_.back();
-    d.net.bind(network_);
-    d.mem.bind(memory_);
     cores_.push_back(std::make_unique<Core>(fmt::format("core_{}", cp.core).c_str(), cp,
                                             cfg.chip.dma.issue_cycles, trace, track, status_, tags_,
-                                            fx_.get(), relayouts_, relayouts_by_items));
+                                            fx_.get(), relayouts_, relayouts_by_items, fast_forward_.get(), i));
     Core& c = *cores_.back();
-    c.dma.bind(d);
+    c.dma.bind(*dmas_[i]);
     c.barrier.bind(barrier_);
   }
   if (trace)
     for (ChannelStats* r : channels()) r->trace_track = trace->add_track("links and channels", r->name);
 }
+
+System::~System() = default;
 
 std::vector<ChannelStats*> System::channels() const {
   std::vector<ChannelStats*> rs;
@@ -103,6 +111,11 @@ Json System::results() const {
   r["messages"] = network_.messages();
   r["network_hops"] = network_.hops();
   r["barriers"] = barrier_.barriers();
+  if (fast_forward_) {
+    const Segments& s = fast_forward_->segments();
+    r["fast_forward"] = {{"stretches", s.count()}, {"repeating", s.repeating()},
+                         {"recorded", fast_forward_->recorded()}, {"replayed", fast_forward_->replayed()}};
+  }
   if (!prog_.collectives.empty()) {
     Json done = Json::array();
     for (Cycles c : network_.collectives_done()) done.push_back(c);

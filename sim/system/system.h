@@ -10,15 +10,17 @@
 #include "sim/memory/offchip.h"
 #include "sim/noc/network.h"
 #include "sim/sync/barrier.h"
+#include "sim/system/fast_forward.h"
 
 namespace tessera::sim {
 
 class System : public sc_core::sc_module {
  public:
   // `collective_engine`: the engine that runs the program's collective items (ideal, cores, ace).
-  // `relayouts_by_items`: SimOptions::relayouts_by_items.
+  // `relayouts_by_items`, `fast_forward`: SimOptions's.
   System(sc_core::sc_module_name name, const Config& cfg, const Program& prog, TraceRecorder* trace,
-         const std::string& collective_engine = "ideal", bool relayouts_by_items = false);
+         const std::string& collective_engine = "ideal", bool relayouts_by_items = false, bool fast_forward = false);
+  ~System() override;
 
   // After sc_start: throws SimulationError on a failure or deadlock, else returns the results
   // document (docs/results.md).
@@ -40,6 +42,7 @@ class System : public sc_core::sc_module {
   Barrier barrier_;
   OffchipMemory memory_;
   std::vector<std::unique_ptr<Dma>> dmas_;
+  std::unique_ptr<FastForward> fast_forward_;  // null: every stretch is simulated
   std::vector<std::unique_ptr<Core>> cores_;
 };
 
