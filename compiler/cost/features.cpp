@@ -154,13 +154,21 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
   auto& links = links_;
   auto& chip_out = chip_out_;
   auto& chip_in = chip_in_;
-  for (const Message& m : messages) {
+  durations_.resize(messages.size());
+  Bytes last_bytes = 0;
+  double last_time = port_time(0);  // messages of one gather are mostly of one size: divide once
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
     const auto b = static_cast<double>(m.bytes);
     if (m.from == m.to) {  // a copy on the vector unit, issued per piece
       local[m.from] += copy_cycles(m.bytes);
       continue;
     }
-    const double d = port_time(m.bytes);
+    if (m.bytes != last_bytes) {
+      last_bytes = m.bytes;
+      last_time = port_time(m.bytes);
+    }
+    const double d = durations_[i] = last_time;
     sent[m.from] += d;
     recv[m.to] += d;
     sends[m.from] += 1;
@@ -190,7 +198,7 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
 // order of the list (by receiving core), and a message holds its sender's port until the
 // receiver's port takes it; a receiver takes the waiting senders oldest first. Receivers come in
 // list order, and every sender's earlier messages go to earlier receivers, so one pass over the
-// list schedules them: a max-plus recurrence, O(messages log messages).
+// list schedules them: a max-plus recurrence, O(messages log messages). Port times are gather()'s.
 double Fabric::in_order(const std::vector<Message>& messages) const {
   free_.assign(sent_.size(), 0);
   taken_.assign(sent_.size(), 0);
@@ -200,8 +208,13 @@ double Fabric::in_order(const std::vector<Message>& messages) const {
     const std::uint32_t to = messages[i].to;
     waiting_.clear();
     for (; i < messages.size() && messages[i].to == to; ++i)
-      if (messages[i].from != to) waiting_.push_back({free_[messages[i].from], port_time(messages[i].bytes), messages[i].from});
-    std::stable_sort(waiting_.begin(), waiting_.end(), [](const Waiting& a, const Waiting& b) { return a.ready < b.ready; });
+      if (messages[i].from != to)
+        waiting_.push_back({free_[messages[i].from], durations_[i], messages[i].from,
+                            static_cast<std::uint32_t>(waiting_.size())});
+    // oldest first, in list order among equals (std::sort on the pair: no buffer to allocate,
+    // as a stable sort would for every receiver)
+    std::sort(waiting_.begin(), waiting_.end(),
+              [](const Waiting& a, const Waiting& b) { return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq; });
     double t = receiver_free[to];
     for (const Waiting& w : waiting_) {
       t = std::max(t, w.ready) + w.duration;

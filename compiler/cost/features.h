@@ -82,8 +82,10 @@ class Fabric {
   struct Waiting {
     double ready, duration;
     std::uint32_t from;
+    std::uint32_t seq;  // its place in the receiver's list (ties go in list order)
   };
   mutable std::vector<Waiting> waiting_;
+  mutable std::vector<double> durations_;  // per message of the gather: its port time
 };
 
 }  // namespace tessera::cost

@@ -4,6 +4,10 @@
 // a copy of 8n elements takes n cycles.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <random>
+#include <set>
+
 #include "compiler/compile.h"
 #include "sim/program/relayout.h"
 #include "test/support.h"
@@ -82,6 +86,122 @@ TEST_CASE("relayout: replicas are read from the receiver itself, else by the rec
   sim::for_each_piece(both, want, [&](std::uint32_t from, std::uint32_t to, const sim::Box&) { moves.emplace_back(from, to); });
   // core 0 holds a replica: a local copy; core 2 reads replica 2 % 2 = core 0, core 3 reads core 1
   CHECK(moves == std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 0}, {0, 2}, {1, 3}});
+}
+
+namespace {
+
+// A tiling of `shape` into a grid of `cuts[d]` slabs per dimension (uneven cuts), each tile held
+// by 1 to 3 cores drawn from `cores` cores (replicas), as a layout (cores ascending).
+sim::Layout random_tiling(const std::vector<std::int64_t>& shape, const std::vector<int>& cuts, std::uint32_t cores,
+                          std::mt19937_64& rng) {
+  const std::size_t rank = shape.size();
+  std::vector<std::vector<std::int64_t>> edges(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    std::set<std::int64_t> e{0, shape[d]};
+    while (static_cast<int>(e.size()) < cuts[d] + 1) e.insert(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(shape[d])));
+    edges[d].assign(e.begin(), e.end());
+  }
+  std::map<std::uint32_t, std::vector<std::int64_t>> by_core;  // a core holds at most one tile
+  std::vector<std::size_t> at(rank, 0);
+  for (bool done = false; !done;) {
+    const std::uint32_t copies = 1 + static_cast<std::uint32_t>(rng() % 3);
+    for (std::uint32_t k = 0; k < copies; ++k) {
+      const std::uint32_t c = static_cast<std::uint32_t>(rng() % cores);
+      if (by_core.count(c)) continue;
+      std::vector<std::int64_t> box;
+      for (std::size_t d = 0; d < rank; ++d) box.push_back(edges[d][at[d]]);
+      for (std::size_t d = 0; d < rank; ++d) box.push_back(edges[d][at[d] + 1] - edges[d][at[d]]);
+      by_core[c] = box;
+    }
+    done = true;
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++at[d] + 1 < edges[d].size()) { done = false; break; }
+      at[d] = 0;
+    }
+  }
+  sim::Layout l{shape, {}, {}};
+  for (const auto& [c, box] : by_core) {
+    l.cores.push_back(c);
+    l.boxes.insert(l.boxes.end(), box.begin(), box.end());
+  }
+  return l;
+}
+
+using Piece = std::tuple<std::uint32_t, std::uint32_t, std::vector<std::int64_t>>;  // from, to, origin + extent
+
+// The rule, by brute force: every destination box meets every source box; a piece read from
+// the receiver if it holds a box at that origin, else from holder (receiver mod holders) in
+// ascending core order.
+std::vector<Piece> pieces_by_hand(const sim::Layout& src, const sim::Layout& dst) {
+  const std::size_t rank = src.rank();
+  std::map<std::vector<std::int64_t>, std::vector<std::uint32_t>> holders;  // by origin
+  for (std::size_t j = 0; j < src.cores.size(); ++j)
+    holders[std::vector<std::int64_t>(src.boxes.begin() + static_cast<std::ptrdiff_t>(2 * rank * j),
+                                      src.boxes.begin() + static_cast<std::ptrdiff_t>(2 * rank * j + rank))]
+        .push_back(src.cores[j]);
+  std::vector<Piece> out;
+  for (std::size_t i = 0; i < dst.cores.size(); ++i) {
+    const std::uint32_t c = dst.cores[i];
+    for (const auto& [origin, list] : holders) {
+      std::size_t j = 0;
+      while (src.cores[j] != list[0]) ++j;
+      std::vector<std::int64_t> piece(2 * rank);
+      bool empty = false;
+      for (std::size_t d = 0; d < rank; ++d) {
+        const std::int64_t lo = std::max(origin[d], dst.boxes[2 * rank * i + d]);
+        const std::int64_t hi = std::min(origin[d] + src.boxes[2 * rank * j + rank + d],
+                                         dst.boxes[2 * rank * i + d] + dst.boxes[2 * rank * i + rank + d]);
+        piece[d] = lo;
+        piece[rank + d] = hi - lo;
+        empty = empty || hi <= lo;
+      }
+      if (empty) continue;
+      const bool own = std::find(list.begin(), list.end(), c) != list.end();
+      out.emplace_back(own ? c : list[c % list.size()], c, piece);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("relayout: pieces of random tilings with replicas, against brute force", "[relayout]") {
+  std::mt19937_64 rng(7);
+  const std::vector<std::pair<std::vector<std::int64_t>, std::vector<int>>> cases = {
+      {{37}, {5}}, {{64, 48}, {4, 6}}, {{30, 20, 12}, {3, 2, 4}}, {{96, 8}, {40, 1}},
+      {{200, 200}, {60, 60}},  // 64 held tiles of a 60 x 60 grid: origins sparse, a hash map
+      {{40, 40, 40, 40, 40, 40, 40, 40}, {39, 1, 1, 1, 1, 1, 1, 1}}};
+  for (int round = 0; round < 20; ++round) {
+    for (const auto& [shape, cuts] : cases) {
+      std::vector<int> other(cuts.rbegin(), cuts.rend());  // the destination cut another way
+      if (other.size() != cuts.size()) other = cuts;
+      for (std::size_t d = 0; d < other.size(); ++d) other[d] = std::min<int>(other[d], static_cast<int>(shape[d]) - 1);
+      const sim::Layout src = random_tiling(shape, cuts, 64, rng), dst = random_tiling(shape, other, 64, rng);
+      std::vector<Piece> got;
+      sim::for_each_piece(src, dst, [&](std::uint32_t from, std::uint32_t to, const sim::Box& b) {
+        std::vector<std::int64_t> box(b.origin);
+        box.insert(box.end(), b.extent.begin(), b.extent.end());
+        got.emplace_back(from, to, box);
+      });
+      std::sort(got.begin(), got.end());
+      REQUIRE(got == pieces_by_hand(src, dst));
+    }
+  }
+  // rank 8 with 40 distinct origins on every axis: more origin tuples than a 40-bit key holds,
+  // so the holders are numbered through the ordered map instead of the packed key
+  sim::Layout diag{std::vector<std::int64_t>(8, 40), {}, {}};
+  for (std::uint32_t c = 0; c < 40; ++c) {
+    diag.cores.push_back(c);
+    for (int d = 0; d < 8; ++d) diag.boxes.push_back(c);
+    for (int d = 0; d < 8; ++d) diag.boxes.push_back(1);
+  }
+  std::vector<Piece> got;
+  sim::for_each_piece(diag, diag, [&](std::uint32_t from, std::uint32_t to, const sim::Box& b) {
+    got.emplace_back(from, to, std::vector<std::int64_t>{b.origin[0], b.extent[0]});
+  });
+  REQUIRE(got.size() == 40);  // each core copies its own box
+  for (std::uint32_t c = 0; c < 40; ++c) CHECK(got[c] == Piece{c, c, {c, 1}});
 }
 
 TEST_CASE("relayout: a relayout item takes the time of the items it stands for", "[relayout]") {
