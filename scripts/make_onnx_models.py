@@ -235,6 +235,23 @@ def errors(out):
          [vi("x", [1, 2, 3])], [vi("y", [1, 3, 2])], [ints("s6", [1, 6]), ints("s32", [1, 3, 2])])
 
 
+def recurrent(out):
+    """Recurrent layers: a two-step RNN to count the unrolled operators, and LSTMs with what the
+    unroll does not take."""
+    N = helper.make_node
+    save(out, "rnn_small",
+         [N("RNN", ["x", "W", "R", "B"], ["y"], name="rnn", hidden_size=2)],
+         [vi("x", [2, 1, 3])], [vi("y", [2, 1, 1, 2])],
+         [weight("W", 1, 2, 3), weight("R", 1, 2, 2), weight("B", 1, 4)])
+    lstm = [weight("W4", 1, 8, 3), weight("R4", 1, 8, 2)]
+    save(out, "lstm_clip",
+         [N("LSTM", ["x", "W4", "R4"], ["y"], name="lstm", hidden_size=2, clip=1.0)],
+         [vi("x", [5, 1, 3])], [vi("y", [5, 1, 1, 2])], lstm)
+    save(out, "lstm_short",
+         [N("LSTM", ["x", "W4", "R4", "", "lens"], ["y"], name="lstm", hidden_size=2)],
+         [vi("x", [5, 1, 3])], [vi("y", [5, 1, 1, 2])], lstm + [numpy_helper.from_array(np.array([3], np.int32), "lens")])
+
+
 def exporter_ops(out):
     """What exporters write: shape arithmetic to fold, and the data ops of issue 11."""
     N = helper.make_node
@@ -293,6 +310,7 @@ def main():
     ops(out)
     variants(out)
     errors(out)
+    recurrent(out)
     exporter_ops(out)
 
 

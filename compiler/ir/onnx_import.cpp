@@ -1117,8 +1117,7 @@ class Importer {
                               "tessera computes in fp16 anyway)", onnx_type_name(static_cast<int>(to))));
       values_[output()] = value(need_input(0));
     } else if (t == "LSTM" || t == "GRU" || t == "RNN") {
-      fail_node("recurrent layers are not supported: tessera does not unroll the recurrence over the sequence "
-                "(docs/onnx.md); export the cell applied step by step, or leave the layer out");
+      recurrent(t);
     } else if (t == "Shape" || t == "Size" || t == "Equal" || t == "Less" || t == "Greater" || t == "Not" ||
                t == "And" || t == "Or" || t == "Mod" || t == "Range" || t == "ConstantOfShape" || t == "ScatterND" ||
                t == "Tile" || t == "Floor" || t == "Ceil" || t == "Abs") {
@@ -1334,14 +1333,15 @@ class Importer {
     for (int k = 0; k < node_->input_size(); ++k)
       if (!empty_.count(need_input(k))) parts.push_back(need_input(k));
     if (parts.empty()) fail_node("every input is empty");
-    concat_parts(parts);
+    concat_parts(parts, attr_int("axis", 0), output());
   }
 
-  void concat_parts(const std::vector<std::string>& parts) {
+  // `parts` joined along `axis_attr` into the value `out_key` (also the output tensor's name).
+  void concat_parts(const std::vector<std::string>& parts, std::int64_t axis_attr, const std::string& out_key) {
     const std::string& first = parts[0];
     const Shape s0 = value(first).shape;
     if (s0.empty()) fail_node("inputs are scalars");
-    const auto axis = static_cast<std::size_t>(norm_axis(attr_int("axis", 0), s0.size(), "axis"));
+    const auto axis = static_cast<std::size_t>(norm_axis(axis_attr, s0.size(), "axis"));
     Shape out = s0;
     std::vector<std::int64_t> at;
     out[axis] = 0;
@@ -1355,14 +1355,17 @@ class Importer {
       out[axis] += sk[axis];
     }
     if (parts.size() == 1) {
-      values_[output()] = value(first);
+      values_[out_key] = value(first);
       return;
     }
+    const std::string hint = out_key.rfind('\x01', 0) == 0 ? out_key.substr(1) : out_key;
     std::string acc = first;
     for (std::size_t k = 1; k < parts.size(); ++k) {
       const bool last = k + 1 == parts.size();
-      const std::string key = last ? output() : internal_key(fmt::format("{}.{}", output(), k));
-      OpBuild b = start(op_name(last ? "" : fmt::format(".{}", k)), key, last ? output() : fmt::format("{}.{}", output(), k), out);
+      const std::string key = last ? out_key : internal_key(fmt::format("{}.{}", hint, k));
+      const std::string name = out_key == output() ? op_name(last ? "" : fmt::format(".{}", k))
+                                                   : op_name(fmt::format(".{}.{}", hint, k));
+      OpBuild b = start(name, key, last ? hint : fmt::format("{}.{}", hint, k), out);
       b.rhs = "{0} + {1}";
       b.in.push_back({acc, plain_idx(b.out_axes)});
       std::vector<Index> ix = plain_idx(b.out_axes);
@@ -1424,6 +1427,292 @@ class Importer {
     }
     copy_op(op_name(out == output() ? "" : "." + out), x, shape, out, out,
             [&](std::size_t d, const std::vector<std::string>& ax) { return affine(dims[d].step, ax[d], dims[d].start); });
+  }
+
+  // ---- recurrent layers (LSTM, GRU, RNN), unrolled over the static sequence ----------------------
+  // Per direction and time step, each gate is x_t W_g^T + h W_R^T + bias as matmuls and adds, the
+  // gates' activations and the state update element-wise (ONNX's equations, default activations);
+  // Y is the steps' hidden states joined, Y_h (Y_c) the last. A zero initial state (what PyTorch
+  // exports when none is given) drops the first step's recurrent terms.
+  struct Recurrence {
+    std::string kind;
+    int gates = 1, dirs = 1;
+    std::int64_t steps = 0, batch = 0, in = 0, hidden = 0;
+    bool linear_before_reset = false;
+    Dense w, r;
+    std::optional<Dense> b;
+    std::string base;  // names of what it emits
+  };
+
+  void recurrent(const std::string& kind) {
+    Recurrence rc;
+    rc.kind = kind;
+    rc.gates = kind == "LSTM" ? 4 : kind == "GRU" ? 3 : 1;
+    rc.hidden = attr_int("hidden_size", 0);
+    if (rc.hidden <= 0 || rc.hidden > (1 << 24)) fail_node(fmt::format("hidden_size {}: expected 1 .. 2^24", rc.hidden));
+    const std::string dir = attr_string("direction", "forward");
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+      fail_node(fmt::format("direction '{}': expected forward, reverse or bidirectional", dir));
+    rc.dirs = dir == "bidirectional" ? 2 : 1;
+    if (attr_int("layout", 0) != 0) fail_node("layout = 1 (batch first inside the node) is not supported");
+    if (attr("clip")) fail_node("clip is not supported");
+    if (kind == "LSTM" && attr_int("input_forget", 0) != 0) fail_node("input_forget = 1 is not supported");
+    check_activations(kind, rc.dirs);
+    rc.linear_before_reset = kind == "GRU" && attr_int("linear_before_reset", 0) != 0;
+    const std::string& x = need_input(0);
+    const Shape sx = value(x).shape;
+    if (sx.size() != 3) fail_node(fmt::format("X is {}; expected [sequence, batch, input]", shape_str(sx)));
+    rc.steps = sx[0];
+    rc.batch = sx[1];
+    rc.in = sx[2];
+    if (rc.steps * rc.dirs > 16384)  // about 25 operators a step: a workload past 400,000 operators
+      fail_node(fmt::format("unrolling {} steps{} is past the limit of 16384 step-directions", rc.steps,
+                            rc.dirs > 1 ? " in both directions" : ""));
+    const std::int64_t gh = rc.gates * rc.hidden;
+    rc.w = recurrent_weight(need_input(1), "W", {rc.dirs, gh, rc.in});
+    rc.r = recurrent_weight(need_input(2), "R", {rc.dirs, gh, rc.hidden});
+    if (!input(3).empty()) rc.b = recurrent_weight(input(3), "B", {rc.dirs, 2 * gh});
+    if (!input(4).empty()) {
+      const auto lens = int_const(input(4), "sequence_lens");
+      for (auto l : lens)
+        if (l != rc.steps)
+          fail_node(fmt::format("sequence_lens has {} where the sequence is {} long; only full-length sequences are "
+                                "supported", l, rc.steps));
+    }
+    if (kind == "LSTM" && !input(7).empty()) fail_node("peephole weights (P) are not supported");
+    rc.base = sanitize(node_name_);
+    std::vector<std::vector<std::string>> hs(static_cast<std::size_t>(rc.dirs));  // per direction, per step
+    std::vector<std::string> h_last, c_last;
+    const std::vector<std::string> xs = recurrent_inputs(x, rc);
+    for (int d = 0; d < rc.dirs; ++d) {
+      const bool reverse = dir == "reverse" || d == 1;
+      std::string h = initial_state(input(5), d, rc, "h0"), c;
+      if (kind == "LSTM") c = initial_state(input(6), d, rc, "c0");
+      hs[static_cast<std::size_t>(d)].resize(static_cast<std::size_t>(rc.steps));
+      for (std::int64_t s = 0; s < rc.steps; ++s) {
+        const std::int64_t t = reverse ? rc.steps - 1 - s : s;
+        const std::string tag = fmt::format("t{}.d{}", t, d);
+        if (kind == "LSTM") std::tie(h, c) = lstm_step(rc, d, xs[static_cast<std::size_t>(t)], h, c, tag);
+        else if (kind == "GRU") h = gru_step(rc, d, xs[static_cast<std::size_t>(t)], h, tag);
+        else h = rnn_step(rc, d, xs[static_cast<std::size_t>(t)], h, tag);
+        hs[static_cast<std::size_t>(d)][static_cast<std::size_t>(t)] = h;
+      }
+      h_last.push_back(h);
+      c_last.push_back(c);
+    }
+    recurrent_outputs(rc, hs, h_last, c_last);
+  }
+
+  void check_activations(const std::string& kind, int dirs) const {
+    const auto* a = attr("activations");
+    if (!a) return;
+    const std::vector<std::string> want = kind == "LSTM" ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
+                                          : kind == "GRU" ? std::vector<std::string>{"sigmoid", "tanh"}
+                                                          : std::vector<std::string>{"tanh"};
+    if (a->strings_size() != static_cast<int>(want.size()) * dirs)
+      fail_node(fmt::format("{} activations given; only the defaults ({}) are supported", a->strings_size(),
+                            fmt::join(want, ", ")));
+    for (int i = 0; i < a->strings_size(); ++i) {
+      std::string got = a->strings(i);
+      std::transform(got.begin(), got.end(), got.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+      if (got != want[static_cast<std::size_t>(i) % want.size()])
+        fail_node(fmt::format("activation '{}' is not supported; only the defaults ({})", a->strings(i), fmt::join(want, ", ")));
+    }
+  }
+
+  Dense recurrent_weight(const std::string& name, const char* what, const Shape& want) {
+    auto d = dense_const(name);
+    if (!d) fail_node(fmt::format("{} '{}' must be a constant (an initializer)", what, name));
+    if (d->shape != want) fail_node(fmt::format("{} is {}; expected {}", what, shape_str(d->shape), shape_str(want)));
+    return *d;
+  }
+
+  // Rows [row, row + rows) of direction d of a [dirs, R, C] constant as a new [rows, C] constant;
+  // `plus`: add the same rows of another (the two biases).
+  std::string weight_rows(const Recurrence& rc, const Dense& m, int d, std::int64_t row, std::int64_t rows,
+                          const std::string& what, const Dense* plus = nullptr, std::int64_t plus_row = 0) {
+    if (const std::string name = fmt::format("{}.{}.d{}", rc.base, what, d); constant(name)) return name;
+    const std::int64_t cols = m.shape.size() == 3 ? m.shape[2] : 1, per_dir = m.shape[1] * cols;
+    Dense out{m.shape.size() == 3 ? Shape{rows, cols} : Shape{rows}, {}, DenseType::Float};
+    for (std::int64_t i = 0; i < rows * cols; ++i) {
+      double v = m.v[static_cast<std::size_t>(d * per_dir + row * cols + i)];
+      if (plus) v += plus->v[static_cast<std::size_t>(d * per_dir + plus_row * cols + i)];
+      out.v.push_back(v);
+    }
+    const std::string name = fmt::format("{}.{}.d{}", rc.base, what, d);
+    set_constant(name, out);  // made once, read by every step
+    return name;
+  }
+
+  // Gate g of direction d: its input and recurrent weights, and the bias Wb + Rb (GRU's
+  // candidate keeps Rb apart when linear_before_reset), or "" without B.
+  std::string gate_w(const Recurrence& rc, int d, int g) {
+    return weight_rows(rc, rc.w, d, g * rc.hidden, rc.hidden, fmt::format("W{}", g));
+  }
+  std::string gate_r(const Recurrence& rc, int d, int g) {
+    return weight_rows(rc, rc.r, d, g * rc.hidden, rc.hidden, fmt::format("R{}", g));
+  }
+  std::string gate_bias(const Recurrence& rc, int d, int g, bool both) {
+    if (!rc.b) return "";
+    const std::int64_t gh = rc.gates * rc.hidden;
+    return both ? weight_rows(rc, *rc.b, d, g * rc.hidden, rc.hidden, fmt::format("B{}", g), &*rc.b, gh + g * rc.hidden)
+                : weight_rows(rc, *rc.b, d, g * rc.hidden, rc.hidden, fmt::format("Wb{}", g));
+  }
+  std::string gate_rbias(const Recurrence& rc, int d, int g) {
+    if (!rc.b) return "";
+    return weight_rows(rc, *rc.b, d, rc.gates * rc.hidden + g * rc.hidden, rc.hidden, fmt::format("Rb{}", g));
+  }
+
+  // Each step's input x_t as a [batch, input] value.
+  std::vector<std::string> recurrent_inputs(const std::string& x, const Recurrence& rc) {
+    std::vector<std::string> xs;
+    for (std::int64_t t = 0; t < rc.steps; ++t) {
+      xs.push_back(r_step_slice(rc, x, t, rc.in, fmt::format("x{}", t)));
+    }
+    return xs;
+  }
+
+  // The initial state of direction d as a [batch, hidden] value, or "" when it is absent or a
+  // constant zero.
+  std::string initial_state(const std::string& name, int d, const Recurrence& rc, const std::string& what) {
+    if (name.empty()) return "";
+    const Shape want{rc.dirs, rc.batch, rc.hidden};
+    if (auto c = dense_const(name)) {
+      if (c->shape != want) fail_node(fmt::format("{} is {}; expected {}", what, shape_str(c->shape), shape_str(want)));
+      if (std::all_of(c->v.begin(), c->v.end(), [](double v) { return v == 0; })) return "";
+    }
+    if (value(name).shape != want)
+      fail_node(fmt::format("{} is {}; expected {}", what, shape_str(value(name).shape), shape_str(want)));
+    return r_step_slice(rc, name, d, rc.hidden, fmt::format("{}.d{}", what, d));
+  }
+
+  // Entry i of the first dimension of a [n, batch, width] value, as a [batch, width] value.
+  std::string r_step_slice(const Recurrence& rc, const std::string& x, std::int64_t i, std::int64_t width,
+                           const std::string& what) {
+    const std::string key = rkey(rc, what);
+    copy_op(op_name("." + what), x, {rc.batch, width}, key, rc.base + "." + what,
+            [&](std::size_t d, const std::vector<std::string>& ax) { return d == 0 ? affine(0, "", i) : plain(ax[d - 1]); });
+    return key;
+  }
+
+  // An emitted value: key and tensor name from the node's base name and `what`.
+  std::string rkey(const Recurrence& rc, const std::string& what) { return internal_key(rc.base + "." + what); }
+  std::string r_unary(const Recurrence& rc, const std::string& x, const std::string& rhs, const std::string& what) {
+    const std::string k = rkey(rc, what);
+    unary(op_name("." + what), x, k, rc.base + "." + what, rhs);
+    return k;
+  }
+  std::string r_binary(const Recurrence& rc, const std::string& a, const std::string& op, const std::string& b,
+                       const std::string& what) {
+    const std::string k = rkey(rc, what);
+    binary(op_name("." + what), op, a, b, k, rc.base + "." + what);
+    return k;
+  }
+  // x W^T (+ h R^T) (+ bias): a gate's pre-activation.
+  std::string r_linear(const Recurrence& rc, const std::string& x, const std::string& w, const std::string& h,
+                       const std::string& r, const std::string& bias, const std::string& what) {
+    std::string acc = rkey(rc, what + ".x");
+    matmul(op_name("." + what + ".x"), x, w, false, true, acc, rc.base + "." + what + ".x");
+    if (!h.empty()) {
+      const std::string hr = rkey(rc, what + ".h");
+      matmul(op_name("." + what + ".h"), h, r, false, true, hr, rc.base + "." + what + ".h");
+      acc = r_binary(rc, acc, "+", hr, what + ".xh");
+    }
+    if (!bias.empty()) acc = r_binary(rc, acc, "+", bias, what + ".b");
+    return acc;
+  }
+
+  // i, o, f, c~ (ONNX's gate order); C = f C' + i c~, H = o tanh(C).
+  std::pair<std::string, std::string> lstm_step(const Recurrence& rc, int d, const std::string& x, const std::string& h,
+                                                const std::string& c, const std::string& tag) {
+    static const char* names[4] = {"i", "o", "f", "c"};
+    std::string g[4];
+    for (int k = 0; k < 4; ++k) {
+      if (k == 2 && c.empty()) continue;  // the forget gate multiplies a zero cell
+      const std::string what = fmt::format("{}.{}", tag, names[k]);
+      const std::string pre = r_linear(rc, x, gate_w(rc, d, k), h, h.empty() ? "" : gate_r(rc, d, k),
+                                       gate_bias(rc, d, k, true), what);
+      g[k] = r_unary(rc, pre, k == 3 ? "tanh({0})" : "sigmoid({0})", what + ".act");
+    }
+    std::string cell = r_binary(rc, g[0], "*", g[3], tag + ".ic");
+    if (!c.empty()) cell = r_binary(rc, r_binary(rc, g[2], "*", c, tag + ".fc"), "+", cell, tag + ".C");
+    const std::string hidden = r_binary(rc, g[1], "*", r_unary(rc, cell, "tanh({0})", tag + ".tC"), tag + ".H");
+    return {hidden, cell};
+  }
+
+  // z, r, h~ (ONNX's gate order); H = (1 - z) h~ + z H'.
+  std::string gru_step(const Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
+    const std::string z = r_unary(rc, r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
+                                               gate_bias(rc, d, 0, true), tag + ".z"), "sigmoid({0})", tag + ".z.act");
+    // the reset gate multiplies h' (or, before reset, Rbh): none of it with a zero state and no bias
+    const bool reset = !h.empty() || (rc.linear_before_reset && rc.b);
+    const std::string r = !reset ? "" : r_unary(rc, r_linear(rc, x, gate_w(rc, d, 1), h, h.empty() ? "" : gate_r(rc, d, 1),
+                                                             gate_bias(rc, d, 1, true), tag + ".r"),
+                                                "sigmoid({0})", tag + ".r.act");
+    std::string pre;
+    if (h.empty() && rc.linear_before_reset && rc.b) {  // h' = 0: x Wh + Wbh + r Rbh
+      pre = r_linear(rc, x, gate_w(rc, d, 2), "", "", gate_bias(rc, d, 2, false), tag + ".n");
+      pre = r_binary(rc, pre, "+", r_binary(rc, r, "*", gate_rbias(rc, d, 2), tag + ".rRb"), tag + ".n.r");
+    } else if (h.empty()) {  // h' = 0: x Wh + Wbh + Rbh
+      pre = r_linear(rc, x, gate_w(rc, d, 2), "", "", gate_bias(rc, d, 2, true), tag + ".n");
+    } else if (rc.linear_before_reset) {  // tanh(x Wh + Wbh + r (h Rh + Rbh))
+      const std::string hr = r_linear(rc, h, gate_r(rc, d, 2), "", "", gate_rbias(rc, d, 2), tag + ".hR");
+      pre = r_linear(rc, x, gate_w(rc, d, 2), "", "", gate_bias(rc, d, 2, false), tag + ".n");
+      pre = r_binary(rc, pre, "+", r_binary(rc, r, "*", hr, tag + ".rhR"), tag + ".n.r");
+    } else {  // tanh(x Wh + (r h) Rh + Rbh + Wbh)
+      const std::string rh = r_binary(rc, r, "*", h, tag + ".rh");
+      pre = r_linear(rc, x, gate_w(rc, d, 2), rh, gate_r(rc, d, 2), gate_bias(rc, d, 2, true), tag + ".n");
+    }
+    const std::string cand = r_unary(rc, pre, "tanh({0})", tag + ".n.act");
+    const std::string keep = r_binary(rc, r_unary(rc, z, "1 - {0}", tag + ".1z"), "*", cand, tag + ".zn");
+    if (h.empty()) return keep;
+    return r_binary(rc, keep, "+", r_binary(rc, z, "*", h, tag + ".zh"), tag + ".H");
+  }
+
+  // H = tanh(x Wi + H' Ri + Wbi + Rbi).
+  std::string rnn_step(const Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
+    const std::string pre = r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
+                                     gate_bias(rc, d, 0, true), tag + ".a");
+    return r_unary(rc, pre, "tanh({0})", tag + ".H");
+  }
+
+  // Y [steps, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden], whichever the node names.
+  void recurrent_outputs(const Recurrence& rc, const std::vector<std::vector<std::string>>& hs,
+                         const std::vector<std::string>& h_last, const std::vector<std::string>& c_last) {
+    // an output nothing reads is not computed (PyTorch's exports name Y_h and Y_c whether or not
+    // the model uses them)
+    const auto wanted = [&](int k) {
+      if (k >= node_->output_size() || node_->output(k).empty()) return false;
+      const std::string& o = node_->output(k);
+      return consumers_.count(o) > 0 || graph_outputs_.count(o) > 0;
+    };
+    // each [batch, hidden] state copied into a tensor with unit dimensions in front (a view would
+    // not do: Concat reads its parts past their ends, which must read nothing)
+    const auto stacked = [&](const std::vector<std::string>& parts, const Shape& unit, const std::string& what) {
+      std::vector<std::string> keys;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        const std::string w = fmt::format("{}{}", what, i), k = rkey(rc, w);
+        const std::size_t lead = unit.size() - 2;
+        copy_op(op_name("." + w), parts[i], unit, k, rc.base + "." + w,
+                [&](std::size_t d, const std::vector<std::string>& ax) { return plain(ax[lead + d]); });
+        keys.push_back(k);
+      }
+      return keys;
+    };
+    if (wanted(0)) {
+      std::vector<std::string> per_step;
+      for (std::int64_t t = 0; t < rc.steps; ++t) {
+        std::vector<std::string> dirs;
+        for (const auto& h : hs) dirs.push_back(h[static_cast<std::size_t>(t)]);
+        const std::string k = rkey(rc, fmt::format("Y{}", t));
+        concat_parts(stacked(dirs, {1, 1, rc.batch, rc.hidden}, fmt::format("y{}.", t)), 1, k);
+        per_step.push_back(k);
+      }
+      concat_parts(per_step, 0, output(0));
+    }
+    if (wanted(1)) concat_parts(stacked(h_last, {1, rc.batch, rc.hidden}, "yh"), 0, output(1));
+    if (rc.kind == "LSTM" && wanted(2)) concat_parts(stacked(c_last, {1, rc.batch, rc.hidden}, "yc"), 0, output(2));
+    outputs_supported_ = node_->output_size();
   }
 
   void split_data() {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <map>
 #include <unordered_map>
 
@@ -366,6 +367,22 @@ class Lowerer {
     homes_[t.name] = std::move(h);
   }
 
+  // Whether the views hold every element of t (replicas count once; the views of a plan tile).
+  static bool covers(const std::vector<View>& views, const ir::Tensor& t) {
+    std::set<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> boxes;
+    for (const View& v : views)
+      if (!v.tensor.empty()) boxes.insert({v.origin, v.extent});
+    std::int64_t held = 0, total = 1;
+    for (auto d : t.shape) total *= d;
+    for (const auto& [origin, extent] : boxes) {
+      std::int64_t n = 1;
+      for (std::size_t d = 0; d < extent.size(); ++d)
+        n *= std::max<std::int64_t>(0, std::min(origin[d] + extent[d], t.shape[d]) - std::max<std::int64_t>(origin[d], 0));
+      held += n;
+    }
+    return held >= total;
+  }
+
   void place_weight(const ir::Tensor& t) {
     // T10: the idle plan of the (first) operator that reads it; VGM: stripes.
     Home h{"w." + t.name, {}};
@@ -378,6 +395,9 @@ class Lowerer {
       else
         for (std::size_t i = 0; i < idle.parts.size(); ++i)
           if (idle.parts[i].tensor == t.name) { h.views = part_views(op, i, idle); break; }
+      // An operator that reads only part of the weight (a constant index: a recurrent layer's
+      // per-direction state) would leave the rest nowhere for the other readers: then stripes.
+      if (!covers(h.views, t)) h.views = stripes(t);
     } else {
       h.views = stripes(t);
     }

@@ -71,6 +71,21 @@ ir::Workload transformer_block(std::int64_t batch, std::int64_t seq, std::int64_
 
 }  // namespace
 
+TEST_CASE("functional: a weight two operators read at different constant indices", "[functional]") {
+  // S0 reads W[0], S1 reads W[1]. T10 keeps a weight where its first reader's idle plan puts it;
+  // that plan holds only W[0], so the home must be stripes of all of W or S1 reads nothing.
+  ir::Workload w;
+  w.name = "two-slices";
+  w.add_tensor("X", {4, 8}, ir::TensorRole::Input);
+  w.add_tensor("W", {2, 4, 8}, ir::TensorRole::Weight);
+  w.add_op("sel0", "S0[a,b] = W[0,a,b]");
+  w.add_op("sel1", "S1[a,b] = W[1,a,b]");
+  w.add_op("add", "T[a,b] = X[a,b] + S0[a,b]");
+  w.add_op("add2", "Y[a,b] = T[a,b] + S1[a,b]");
+  w.finalize();
+  for (const char* planner : {"t10", "vgm"}) CHECK(compile_and_check(w, small_chip(8, 65536), planner).max_error < 1e-6);
+}
+
 TEST_CASE("Compiled matmul chain equals the reference, both planners", "[functional]") {
   const ir::Workload w = test::mlp_workload();
   // 16 cores of 8 KiB: the 24 KiB W1 cannot be replicated, so T10 must rotate it.

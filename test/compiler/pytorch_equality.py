@@ -3,9 +3,12 @@
 
 Usage: /usr/bin/python3 test/compiler/pytorch_equality.py TESSERA SOURCE_DIR
 
-For four small models (a CNN with batch norm and a depthwise convolution, a transformer encoder
+For eight small models (a CNN with batch norm and a depthwise convolution, a transformer encoder
 layer, a GPT block with a causal mask, a one-block MaxViT whose window and grid partitions split
-an 8-wide feature map as 2 x 4 and as 4 x 2), fixed seeds: export to ONNX with Debian's python3-torch,
+an 8-wide feature map as 2 x 4 and as 4 x 2, a two-layer LSTM, a bidirectional GRU, a
+batch-first RNN and a bidirectional LSTM from a given state, the recurrent layers unrolled over
+their sequence by the importer; and a GRU with linear_before_reset = 0, which PyTorch does not
+export, written as an ONNX node and checked against the ONNX equations in numpy), fixed seeds: export to ONNX with Debian's python3-torch,
 run PyTorch on a random input, run `tessera run --functional --inputs` with both planners on a
 64-core version of configs/ipu-mk2.json, and compare tessera's outputs with PyTorch's:
 max |tessera - torch| / (1 + |torch|) must be at most 1e-3. The reference is PyTorch itself.
@@ -61,6 +64,32 @@ class GPTBlock(nn.Module):
         return x + self.fc2(nn.functional.gelu(self.fc(self.ln2(x))))
 
 
+class Recurrent(nn.Module):
+    """A PyTorch recurrent layer's output sequence (the exporter writes one LSTM/GRU/RNN node per
+    layer, with zero initial states made by Expand)."""
+
+    def __init__(self, kind, **kw):
+        super().__init__()
+        self.layer = getattr(nn, kind)(**kw)
+
+    def forward(self, x):
+        return self.layer(x)[0]
+
+
+class LSTMWithState(nn.Module):
+    """A bidirectional LSTM started from a given (non-zero) state: the initial states are constants
+    in the export, read by the first step."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.LSTM(6, 8, bidirectional=True)
+        self.register_buffer("h0", torch.randn(2, 2, 8))
+        self.register_buffer("c0", torch.randn(2, 2, 8))
+
+    def forward(self, x):
+        return self.layer(x, (self.h0, self.c0))[0]
+
+
 def models():
     torch.manual_seed(1)
     cnn = CNN()
@@ -74,7 +103,11 @@ def models():
     return [("cnn_bn_depthwise", cnn, torch.randn(2, 3, 8, 8)),
             ("transformer_encoder_layer", enc, torch.randn(1, 8, 32)),
             ("gpt_block_causal", GPTBlock(), torch.randn(1, 8, 32)),
-            ("maxvit_block", maxvit(), torch.randn(1, 3, 32, 32))]
+            ("maxvit_block", maxvit(), torch.randn(1, 3, 32, 32)),
+            ("lstm_two_layers", Recurrent("LSTM", input_size=6, hidden_size=8, num_layers=2), torch.randn(5, 2, 6)),
+            ("gru_bidirectional", Recurrent("GRU", input_size=6, hidden_size=8, bidirectional=True), torch.randn(5, 2, 6)),
+            ("rnn_batch_first", Recurrent("RNN", input_size=6, hidden_size=8, batch_first=True), torch.randn(2, 5, 6)),
+            ("lstm_bidirectional_with_state", LSTMWithState(), torch.randn(5, 2, 6))]
 
 
 def maxvit():
@@ -94,6 +127,38 @@ def maxvit():
     return nn.Sequential(m.stem, *m.blocks)
 
 
+def gru_reset_before(path):
+    """A GRU with linear_before_reset = 0, which PyTorch never exports: the ONNX node written
+    directly, its reference the ONNX specification's equations in numpy (not tessera's code)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    rng = np.random.default_rng(5)
+    T, B, I, H = 4, 2, 3, 5
+    W, R, Bias = (rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((1, 3 * H, I), (1, 3 * H, H), (1, 6 * H)))
+    h0 = rng.standard_normal((1, B, H)).astype(np.float32)
+    x = rng.standard_normal((T, B, I)).astype(np.float32)
+    node = helper.make_node("GRU", ["input", "W", "R", "B", "", "h0"], ["y"], hidden_size=H, linear_before_reset=0)
+    sq = helper.make_node("Squeeze", ["y", "axes"], ["output"])
+    inits = [numpy_helper.from_array(a, n) for a, n in ((W, "W"), (R, "R"), (Bias, "B"), (h0, "h0"))]
+    inits.append(numpy_helper.from_array(np.array([1], np.int64), "axes"))
+    g = helper.make_graph([node, sq], "gru", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [T, B, I])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [T, B, H])], initializer=inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    Wz, Wr, Wh = np.split(W[0], 3)
+    Rz, Rr, Rh = np.split(R[0], 3)
+    Wbz, Wbr, Wbh, Rbz, Rbr, Rbh = np.split(Bias[0], 6)
+    h, ys = h0[0], []
+    for t in range(T):
+        z = sig(x[t] @ Wz.T + h @ Rz.T + Wbz + Rbz)
+        r = sig(x[t] @ Wr.T + h @ Rr.T + Wbr + Rbr)
+        n = np.tanh(x[t] @ Wh.T + (r * h) @ Rh.T + Rbh + Wbh)
+        h = (1 - z) * n + z * h
+        ys.append(h)
+    return torch.from_numpy(x), np.stack(ys).flatten().tolist()
+
+
 def main():
     tessera, src = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp()
@@ -103,15 +168,18 @@ def main():
     cfg_path = os.path.join(tmp, "ipu-mk2-64.json")
     json.dump(cfg, open(cfg_path, "w"))
     failed = 0
-    for name, model, x in models():
-        model.eval()
-        path = os.path.join(tmp, name + ".onnx")
-        torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"])
-        with torch.no_grad():
-            ref = model(x).flatten().tolist()
+    for name, model, x in models() + [("gru_reset_before (numpy reference)", None, None)]:
+        path = os.path.join(tmp, name.split()[0] + ".onnx")
+        if model is None:
+            x, ref = gru_reset_before(path)
+        else:
+            model.eval()
+            torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"])
+            with torch.no_grad():
+                ref = model(x).flatten().tolist()
         json.dump({"input": x.flatten().tolist()}, open(os.path.join(tmp, "in.json"), "w"))
         for planner in ("t10", "vgm"):
-            out = os.path.join(tmp, f"{name}-{planner}.json")
+            out = os.path.join(tmp, f"{name.split()[0]}-{planner}.json")
             run = subprocess.run([tessera, "run", "--config", cfg_path, "--workload", path, "--functional", "--inputs",
                                   os.path.join(tmp, "in.json"), "--planner", planner, "--quiet", "--out", out],
                                  capture_output=True, text=True)
@@ -119,15 +187,18 @@ def main():
                 print(f"FAILED: {name} ({planner}): tessera exited {run.returncode}: {run.stderr.strip()}")
                 failed = 1
                 continue
-            got = json.load(open(out))["outputs"]["output"]["values"]
+            outputs = json.load(open(out))["outputs"]
+            # the graph output keeps the name of the tensor it views when it is one in the same
+            # order (a final Squeeze); then it is the only tensor stored
+            got = (outputs["output"] if "output" in outputs or len(outputs) != 1 else next(iter(outputs.values())))["values"]
             if len(got) != len(ref):
-                print(f"FAILED: {name} ({planner}): {len(got)} output values, PyTorch has {len(ref)}")
+                print(f"FAILED: {name} ({planner}): {len(got)} output values, the reference has {len(ref)}")
                 failed = 1
                 continue
             err = max(abs(g - r) / (1 + abs(r)) for g, r in zip(got, ref))
             ok = err <= TOLERANCE
             failed |= not ok
-            print(f"{'ok' if ok else 'FAILED'}: {name} ({planner}) matches PyTorch: max relative error {err:.2e} "
+            print(f"{'ok' if ok else 'FAILED'}: {name} ({planner}) matches its reference: max relative error {err:.2e} "
                   f"over {len(ref)} outputs (limit {TOLERANCE})")
     return failed
 

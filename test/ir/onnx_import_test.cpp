@@ -224,6 +224,23 @@ TEST_CASE("ONNX import errors name the file, the node and what is supported", "[
                         Contains("\n  node 'sm0' (Softmax): axis 0 is not the last axis") && !Contains("after_topk"));
 }
 
+TEST_CASE("ONNX recurrent layers are unrolled over the sequence; what the unroll does not take is named", "[onnx]") {
+  // RNN, 2 steps, hidden 2, zero initial state: x_0 and x_1 sliced out (2 copies); step 0:
+  // x W^T, + bias, tanh (3); step 1: x W^T, h R^T, their sum, + bias, tanh (5); Y: each step's
+  // state copied to [1,1,1,2] (2) and joined along the sequence (1). 13 operators, and the
+  // weights W, R and the summed bias made once for both steps.
+  const Workload w = import_onnx(model("rnn_small"));
+  CHECK(w.ops().size() == 13);
+  std::size_t weights = 0;
+  for (const auto& t : w.tensors()) weights += t.role == TensorRole::Weight;
+  CHECK(weights == 3);
+  CHECK(op_texts(w)[6] == "rnn.t1.d0.a.h[a0,a1] += rnn.t0.d0.H[a0,r0] * rnn.R0.d0[a1,r0]");  // h R^T, h = step 0 state
+  CHECK_THROWS_WITH(import_onnx(model("lstm_clip")), Contains("node 'lstm' (LSTM): clip is not supported"));
+  CHECK_THROWS_WITH(import_onnx(model("lstm_short")),
+                    Contains("node 'lstm' (LSTM): sequence_lens has 3 where the sequence is 5 long; only full-length "
+                             "sequences are supported"));
+}
+
 TEST_CASE("ONNX merged dimensions read by a window or re-split another way are made solid first", "[onnx]") {
   // x [1,3,4,4,16] -> Reshape [1,3,16,16] merges (4,4); a 3x3 convolution cannot read the merged
   // row through its window (a2+r1-1), so one operator first copies it into a plain row: a product
