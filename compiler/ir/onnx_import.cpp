@@ -1363,8 +1363,9 @@ class Importer {
     for (std::size_t k = 1; k < parts.size(); ++k) {
       const bool last = k + 1 == parts.size();
       const std::string key = last ? out_key : internal_key(fmt::format("{}.{}", hint, k));
-      const std::string name = out_key == output() ? op_name(last ? "" : fmt::format(".{}", k))
-                                                   : op_name(fmt::format(".{}.{}", hint, k));
+      const bool node_output = node_->output_size() > 0 && out_key == node_->output(0);  // a Concat node's
+      const std::string name = node_output ? op_name(last ? "" : fmt::format(".{}", k))
+                                           : op_name(fmt::format(".{}.{}", hint, k));
       OpBuild b = start(name, key, last ? hint : fmt::format("{}.{}", hint, k), out);
       b.rhs = "{0} + {1}";
       b.in.push_back({acc, plain_idx(b.out_axes)});
@@ -1442,6 +1443,7 @@ class Importer {
     Dense w, r;
     std::optional<Dense> b;
     std::string base;  // names of what it emits
+    std::map<std::string, std::string> made;  // the weight slices made for this node, by what they are
   };
 
   void recurrent(const std::string& kind) {
@@ -1465,8 +1467,8 @@ class Importer {
     rc.steps = sx[0];
     rc.batch = sx[1];
     rc.in = sx[2];
-    if (rc.steps * rc.dirs > 16384)  // about 25 operators a step: a workload past 400,000 operators
-      fail_node(fmt::format("unrolling {} steps{} is past the limit of 16384 step-directions", rc.steps,
+    if (rc.steps * rc.dirs > 4096)  // about 25 operators a step: a workload past 100,000 operators
+      fail_node(fmt::format("unrolling {} steps{} is past the limit of 4096 step-directions", rc.steps,
                             rc.dirs > 1 ? " in both directions" : ""));
     const std::int64_t gh = rc.gates * rc.hidden;
     rc.w = recurrent_weight(need_input(1), "W", {rc.dirs, gh, rc.in});
@@ -1480,7 +1482,7 @@ class Importer {
                                 "supported", l, rc.steps));
     }
     if (kind == "LSTM" && !input(7).empty()) fail_node("peephole weights (P) are not supported");
-    rc.base = sanitize(node_name_);
+    rc.base = unique_name(recurrent_bases_, sanitize(node_name_));  // node names need not be unique
     std::vector<std::vector<std::string>> hs(static_cast<std::size_t>(rc.dirs));  // per direction, per step
     std::vector<std::string> h_last, c_last;
     const std::vector<std::string> xs = recurrent_inputs(x, rc);
@@ -1529,9 +1531,10 @@ class Importer {
 
   // Rows [row, row + rows) of direction d of a [dirs, R, C] constant as a new [rows, C] constant;
   // `plus`: add the same rows of another (the two biases).
-  std::string weight_rows(const Recurrence& rc, const Dense& m, int d, std::int64_t row, std::int64_t rows,
+  std::string weight_rows(Recurrence& rc, const Dense& m, int d, std::int64_t row, std::int64_t rows,
                           const std::string& what, const Dense* plus = nullptr, std::int64_t plus_row = 0) {
-    if (const std::string name = fmt::format("{}.{}.d{}", rc.base, what, d); constant(name)) return name;
+    const std::string id = fmt::format("{}.d{}", what, d);
+    if (auto it = rc.made.find(id); it != rc.made.end()) return it->second;  // made once, read by every step
     const std::int64_t cols = m.shape.size() == 3 ? m.shape[2] : 1, per_dir = m.shape[1] * cols;
     Dense out{m.shape.size() == 3 ? Shape{rows, cols} : Shape{rows}, {}, DenseType::Float};
     for (std::int64_t i = 0; i < rows * cols; ++i) {
@@ -1539,26 +1542,27 @@ class Importer {
       if (plus) v += plus->v[static_cast<std::size_t>(d * per_dir + plus_row * cols + i)];
       out.v.push_back(v);
     }
-    const std::string name = fmt::format("{}.{}.d{}", rc.base, what, d);
-    set_constant(name, out);  // made once, read by every step
-    return name;
+    std::string name = rc.base + "." + id;
+    for (int k = 1; constant(name) || values_.count(name); ++k) name = fmt::format("{}.{}_{}", rc.base, id, k);
+    set_constant(name, out);
+    return rc.made[id] = name;
   }
 
   // Gate g of direction d: its input and recurrent weights, and the bias Wb + Rb (GRU's
   // candidate keeps Rb apart when linear_before_reset), or "" without B.
-  std::string gate_w(const Recurrence& rc, int d, int g) {
+  std::string gate_w(Recurrence& rc, int d, int g) {
     return weight_rows(rc, rc.w, d, g * rc.hidden, rc.hidden, fmt::format("W{}", g));
   }
-  std::string gate_r(const Recurrence& rc, int d, int g) {
+  std::string gate_r(Recurrence& rc, int d, int g) {
     return weight_rows(rc, rc.r, d, g * rc.hidden, rc.hidden, fmt::format("R{}", g));
   }
-  std::string gate_bias(const Recurrence& rc, int d, int g, bool both) {
+  std::string gate_bias(Recurrence& rc, int d, int g, bool both) {
     if (!rc.b) return "";
     const std::int64_t gh = rc.gates * rc.hidden;
     return both ? weight_rows(rc, *rc.b, d, g * rc.hidden, rc.hidden, fmt::format("B{}", g), &*rc.b, gh + g * rc.hidden)
                 : weight_rows(rc, *rc.b, d, g * rc.hidden, rc.hidden, fmt::format("Wb{}", g));
   }
-  std::string gate_rbias(const Recurrence& rc, int d, int g) {
+  std::string gate_rbias(Recurrence& rc, int d, int g) {
     if (!rc.b) return "";
     return weight_rows(rc, *rc.b, d, rc.gates * rc.hidden + g * rc.hidden, rc.hidden, fmt::format("Rb{}", g));
   }
@@ -1623,7 +1627,7 @@ class Importer {
   }
 
   // i, o, f, c~ (ONNX's gate order); C = f C' + i c~, H = o tanh(C).
-  std::pair<std::string, std::string> lstm_step(const Recurrence& rc, int d, const std::string& x, const std::string& h,
+  std::pair<std::string, std::string> lstm_step(Recurrence& rc, int d, const std::string& x, const std::string& h,
                                                 const std::string& c, const std::string& tag) {
     static const char* names[4] = {"i", "o", "f", "c"};
     std::string g[4];
@@ -1641,7 +1645,7 @@ class Importer {
   }
 
   // z, r, h~ (ONNX's gate order); H = (1 - z) h~ + z H'.
-  std::string gru_step(const Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
+  std::string gru_step(Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
     const std::string z = r_unary(rc, r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
                                                gate_bias(rc, d, 0, true), tag + ".z"), "sigmoid({0})", tag + ".z.act");
     // the reset gate multiplies h' (or, before reset, Rbh): none of it with a zero state and no bias
@@ -1670,7 +1674,7 @@ class Importer {
   }
 
   // H = tanh(x Wi + H' Ri + Wbi + Rbi).
-  std::string rnn_step(const Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
+  std::string rnn_step(Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
     const std::string pre = r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
                                      gate_bias(rc, d, 0, true), tag + ".a");
     return r_unary(rc, pre, "tanh({0})", tag + ".H");
@@ -1707,6 +1711,18 @@ class Importer {
         const std::string k = rkey(rc, fmt::format("Y{}", t));
         concat_parts(stacked(dirs, {1, 1, rc.batch, rc.hidden}, fmt::format("y{}.", t)), 1, k);
         per_step.push_back(k);
+      }
+      // joined two by two, level by level: each level copies Y once (a chain would copy it once
+      // per step, quadratic in the sequence)
+      for (int level = 0; per_step.size() > 2; ++level) {
+        std::vector<std::string> next;
+        for (std::size_t i = 0; i < per_step.size(); i += 2) {
+          if (i + 1 == per_step.size()) { next.push_back(per_step[i]); continue; }
+          const std::string k = rkey(rc, fmt::format("Y.l{}.{}", level, i / 2));
+          concat_parts({per_step[i], per_step[i + 1]}, 0, k);
+          next.push_back(k);
+        }
+        per_step = std::move(next);
       }
       concat_parts(per_step, 0, output(0));
     }
@@ -2301,7 +2317,7 @@ class Importer {
   std::map<std::string, const onnx::TensorProto*> consts_;
   std::deque<onnx::TensorProto> owned_consts_;
   std::map<std::string, std::string> unavailable_;  // value -> why it cannot be read
-  std::set<std::string> tensor_names_, op_names_;
+  std::set<std::string> tensor_names_, op_names_, recurrent_bases_;
   std::map<std::string, std::vector<int>> consumers_;
   std::map<std::string, int> producer_;
   std::set<std::string> graph_outputs_;

@@ -367,20 +367,69 @@ class Lowerer {
     homes_[t.name] = std::move(h);
   }
 
-  // Whether the views hold every element of t (replicas count once; the views of a plan tile).
+  // Whether the views hold every element of t: their union, by coordinate compression (a cyclic
+  // dimension that wraps counts as two intervals). A union too fine to check says no (stripes).
   static bool covers(const std::vector<View>& views, const ir::Tensor& t) {
-    std::set<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> boxes;
-    for (const View& v : views)
-      if (!v.tensor.empty()) boxes.insert({v.origin, v.extent});
-    std::int64_t held = 0, total = 1;
-    for (auto d : t.shape) total *= d;
-    for (const auto& [origin, extent] : boxes) {
-      std::int64_t n = 1;
-      for (std::size_t d = 0; d < extent.size(); ++d)
-        n *= std::max<std::int64_t>(0, std::min(origin[d] + extent[d], t.shape[d]) - std::max<std::int64_t>(origin[d], 0));
-      held += n;
+    const std::size_t rank = t.shape.size();
+    using Interval = std::pair<std::int64_t, std::int64_t>;
+    std::vector<std::vector<std::vector<Interval>>> boxes;  // per view, per dimension: its intervals
+    std::vector<std::set<std::int64_t>> cuts(rank);
+    for (std::size_t d = 0; d < rank; ++d) cuts[d] = {0, t.shape[d]};
+    for (const View& v : views) {
+      if (v.tensor.empty()) continue;
+      std::vector<std::vector<Interval>> box(rank);
+      bool empty = false;
+      for (std::size_t d = 0; d < rank; ++d) {
+        const std::int64_t n = t.shape[d], lo = v.origin[d], hi = lo + v.extent[d];
+        if (d < v.cyclic.size() && v.cyclic[d]) {
+          const std::int64_t start = ((lo % n) + n) % n;
+          if (v.extent[d] <= 0) box[d] = {};
+          else if (v.extent[d] >= n) box[d] = {{0, n}};
+          else if (start + v.extent[d] <= n) box[d] = {{start, start + v.extent[d]}};
+          else box[d] = {{start, n}, {0, start + v.extent[d] - n}};
+        } else if (std::min(hi, n) > std::max<std::int64_t>(lo, 0)) {
+          box[d] = {{std::max<std::int64_t>(lo, 0), std::min(hi, n)}};
+        }
+        empty = empty || box[d].empty();
+        for (const auto& [a, b] : box[d]) cuts[d].insert({a, b});
+      }
+      if (!empty) boxes.push_back(std::move(box));
     }
-    return held >= total;
+    std::vector<std::vector<std::int64_t>> at(rank);
+    std::size_t cells = 1;
+    for (std::size_t d = 0; d < rank; ++d) {
+      at[d].assign(cuts[d].begin(), cuts[d].end());
+      cells *= at[d].size() - 1;
+      if (cells > (std::size_t{1} << 22)) return false;
+    }
+    std::vector<bool> held(cells, false);
+    for (const auto& box : boxes) {
+      std::vector<Interval> cell_range(rank);  // per dimension, pieces of this view's interval
+      for (std::size_t choice = 0; choice < (std::size_t{1} << rank); ++choice) {  // the wrapped halves
+        bool valid = true;
+        for (std::size_t d = 0; d < rank && valid; ++d) {
+          const std::size_t k = (choice >> d) & 1;
+          if (k >= box[d].size()) { valid = false; break; }
+          const auto [a, b] = box[d][k];
+          cell_range[d] = {std::lower_bound(at[d].begin(), at[d].end(), a) - at[d].begin(),
+                           std::lower_bound(at[d].begin(), at[d].end(), b) - at[d].begin()};
+        }
+        if (!valid) continue;
+        std::vector<std::int64_t> idx(rank);
+        for (std::size_t d = 0; d < rank; ++d) idx[d] = cell_range[d].first;
+        for (bool done = false; !done;) {
+          std::size_t flat = 0;
+          for (std::size_t d = 0; d < rank; ++d) flat = flat * (at[d].size() - 1) + static_cast<std::size_t>(idx[d]);
+          held[flat] = true;
+          done = true;
+          for (std::size_t d = rank; d-- > 0;) {
+            if (++idx[d] < cell_range[d].second) { done = false; break; }
+            idx[d] = cell_range[d].first;
+          }
+        }
+      }
+    }
+    return std::all_of(held.begin(), held.end(), [](bool h) { return h; });
   }
 
   void place_weight(const ir::Tensor& t) {

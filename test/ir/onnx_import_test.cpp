@@ -235,6 +235,12 @@ TEST_CASE("ONNX recurrent layers are unrolled over the sequence; what the unroll
   for (const auto& t : w.tensors()) weights += t.role == TensorRole::Weight;
   CHECK(weights == 3);
   CHECK(op_texts(w)[6] == "rnn.t1.d0.a.h[a0,a1] += rnn.t0.d0.H[a0,r0] * rnn.R0.d0[a1,r0]");  // h R^T, h = step 0 state
+  // two nodes of one name keep their own weights: 3 + 3 (the second's W is 2 x 2)
+  const Workload same = import_onnx(model("rnn_same_names"));
+  std::vector<Shape> shapes;
+  for (const auto& t : same.tensors())
+    if (t.role == TensorRole::Weight) shapes.push_back(t.shape);
+  CHECK(shapes == std::vector<Shape>{{2, 3}, {2}, {2, 2}, {2, 2}, {2}, {2, 2}});
   CHECK_THROWS_WITH(import_onnx(model("lstm_clip")), Contains("node 'lstm' (LSTM): clip is not supported"));
   CHECK_THROWS_WITH(import_onnx(model("lstm_short")),
                     Contains("node 'lstm' (LSTM): sequence_lens has 3 where the sequence is 5 long; only full-length "
