@@ -38,6 +38,12 @@ Segments::Segments(const Program& prog) {
   cut(prog);
   if (keys_.empty()) return;
   fingerprint(prog);
+  // A fingerprint is a hash: a stretch is only taken for the first of its key after an item by
+  // item comparison, so that two different stretches never share a recording.
+  std::unordered_map<Key, std::size_t, KeyHash> first;
+  for (std::size_t s = 1; s < keys_.size(); ++s)
+    if (eligible_[s])
+      if (auto [it, added] = first.emplace(keys_[s], s); !added && !same(prog, it->second, s)) eligible_[s] = false;
   std::unordered_map<Key, std::size_t, KeyHash> seen;
   for (std::size_t s = 1; s < keys_.size(); ++s)  // stretch 0 starts the program: never replayed
     if (eligible_[s]) ++seen[keys_[s]];
@@ -189,6 +195,58 @@ void Segments::fingerprint(const Program& prog) {
     if (s < keys_.size() && relayout_runs[r] != prog.relayout_runs[r]) eligible_[s] = false;
   }
   for (std::size_t s = 0; s < keys_.size(); ++s) keys_[s] = hs[s].key();
+}
+
+// Stretches a and b (both fingerprinted the same) compared item by item on every core, in what
+// the fingerprint covers: the same ops, peers, bytes, cycles, handles, loop structure, relayouts
+// of equal layouts and element sizes, and tags at the same places in each stretch's order.
+bool Segments::same(const Program& prog, std::size_t a, std::size_t b) const {
+  const auto slot = [&](std::size_t s, std::uint32_t tag) -> std::uint32_t {
+    if (tag == kNoTag) return kNoTag;
+    const auto& list = tags_[s];
+    return static_cast<std::uint32_t>(std::find(list.begin(), list.end(), tag) - list.begin());
+  };
+  const auto same_relayout = [&](std::uint32_t ra, std::uint32_t rb) {
+    const auto& ma = prog.relayouts[ra].moves;
+    const auto& mb = prog.relayouts[rb].moves;
+    if (ma.size() != mb.size()) return false;
+    for (std::size_t k = 0; k < ma.size(); ++k)
+      if (!(prog.layouts[ma[k].from] == prog.layouts[mb[k].from]) || !(prog.layouts[ma[k].to] == prog.layouts[mb[k].to]) ||
+          ma[k].element_bytes != mb[k].element_bytes || slot(a, ma[k].tag) != slot(b, mb[k].tag))
+        return false;
+    return true;
+  };
+  const auto timed = [](const Item& it) { return it.op != Op::Alloc && it.op != Op::Free && it.op != Op::Init; };
+  for (std::size_t i = 0; i < prog.cores.size(); ++i) {
+    const std::vector<Item>& code = prog.cores[i].code;
+    std::size_t pa = bounds_[i][a - 1] + 1, pb = bounds_[i][b - 1] + 1;
+    const std::size_t ea = bounds_[i][a], eb = bounds_[i][b];
+    for (;;) {
+      while (pa <= ea && !timed(code[pa])) ++pa;
+      while (pb <= eb && !timed(code[pb])) ++pb;
+      if (pa > ea || pb > eb) {
+        if (pa <= ea || pb <= eb) return false;  // one is longer
+        break;
+      }
+      const Item &x = code[pa], &y = code[pb];
+      if (x.op != y.op || x.kind != y.kind || x.value != y.value || x.handle != y.handle ||
+          slot(a, x.tag) != slot(b, y.tag))
+        return false;
+      bool args = true;
+      switch (x.op) {
+        case Op::Compute:
+        case Op::Load:
+        case Op::Store: break;
+        case Op::LoopEnd: args = pa - x.arg == pb - y.arg; break;
+        case Op::Relayout: args = same_relayout(x.arg, y.arg); break;
+        default: args = x.arg == y.arg; break;
+      }
+      if (!args) return false;
+      ++pa;
+      ++pb;
+    }
+  }
+  return true;
 }
 
 FastForward::FastForward(const Program& prog, Network& network, OffchipMemory& memory, Barrier& barrier,

@@ -12,7 +12,8 @@
 // - Two stretches are the same when every core's items are the same in everything timing reads
 //   (op, peer, bytes, cycles, handle, loop structure; a relayout by its layouts, not by the
 //   tensor it moves) with tags renamed in order of first use; buffer and tensor names, item
-//   places and load/store tensors do not count. A 128-bit fingerprint per stretch (load time).
+//   places and load/store tensors do not count. A 128-bit fingerprint per stretch (load time),
+//   and stretches of one fingerprint compared item by item before they share a recording.
 // - The first time a repeating stretch starts idle it is simulated and recorded (if it also ends
 //   idle); later starts from an idle state add the recording (per core the cycles to the
 //   closing barrier, busy cycles and items; the network's, memory's and barriers' counters; the
@@ -62,6 +63,7 @@ class Segments {
   void cut(const Program& prog);
   void fingerprint(const Program& prog);
   std::uint32_t tag_index(std::size_t s, std::uint32_t tag);
+  bool same(const Program& prog, std::size_t a, std::size_t b) const;
   Key relayout_key(const Program& prog, std::uint32_t r);
   Key layout_key(const Program& prog, std::uint32_t l);
 
