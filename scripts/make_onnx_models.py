@@ -250,6 +250,9 @@ def recurrent(out):
           N("RNN", ["h1", "W2", "R", "B"], ["y"], name="rnn", hidden_size=2)],
          [vi("x", [2, 1, 3])], [vi("y", [2, 1, 1, 2])],
          [weight("W", 1, 2, 3), weight("R", 1, 2, 2), weight("B", 1, 4), weight("W2", 1, 2, 2), ints("axes", [1])])
+    save(out, "rnn_leaky",
+         [N("RNN", ["x", "W", "R"], ["y"], name="rnn", hidden_size=2, activations=["LeakyRelu"])],
+         [vi("x", [2, 1, 3])], [vi("y", [2, 1, 1, 2])], [weight("W", 1, 2, 3), weight("R", 1, 2, 2)])
     lstm = [weight("W4", 1, 8, 3), weight("R4", 1, 8, 2)]
     save(out, "lstm_clip",
          [N("LSTM", ["x", "W4", "R4"], ["y"], name="lstm", hidden_size=2, clip=1.0)],

@@ -1432,7 +1432,7 @@ class Importer {
 
   // ---- recurrent layers (LSTM, GRU, RNN), unrolled over the static sequence ----------------------
   // Per direction and time step, each gate is x_t W_g^T + h W_R^T + bias as matmuls and adds, the
-  // gates' activations and the state update element-wise (ONNX's equations, default activations);
+  // gates' activations and the state update element-wise (ONNX's equations; Sigmoid, Tanh or Relu);
   // Y is the steps' hidden states joined, Y_h (Y_c) the last. A zero initial state (what PyTorch
   // exports when none is given) drops the first step's recurrent terms.
   struct Recurrence {
@@ -1444,6 +1444,8 @@ class Importer {
     std::optional<Dense> b;
     std::string base;  // names of what it emits
     std::map<std::string, std::string> made;  // the weight slices made for this node, by what they are
+    // per direction: the activations as expressions of {0} (LSTM f, g, h; GRU f, g; RNN f)
+    std::vector<std::vector<std::string>> act;
   };
 
   void recurrent(const std::string& kind) {
@@ -1459,7 +1461,7 @@ class Importer {
     if (attr_int("layout", 0) != 0) fail_node("layout = 1 (batch first inside the node) is not supported");
     if (attr("clip")) fail_node("clip is not supported");
     if (kind == "LSTM" && attr_int("input_forget", 0) != 0) fail_node("input_forget = 1 is not supported");
-    check_activations(kind, rc.dirs);
+    rc.act = activations(kind, rc.dirs);
     rc.linear_before_reset = kind == "GRU" && attr_int("linear_before_reset", 0) != 0;
     const std::string& x = need_input(0);
     const Shape sx = value(x).shape;
@@ -1505,21 +1507,25 @@ class Importer {
     recurrent_outputs(rc, hs, h_last, c_last);
   }
 
-  void check_activations(const std::string& kind, int dirs) const {
+  // The node's activations (ONNX's defaults when it names none): Sigmoid, Tanh or Relu, the
+  // others a named error. PyTorch writes Relu for an RNN with nonlinearity 'relu'.
+  std::vector<std::vector<std::string>> activations(const std::string& kind, int dirs) const {
+    const std::vector<std::string> defaults = kind == "LSTM" ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
+                                              : kind == "GRU" ? std::vector<std::string>{"sigmoid", "tanh"}
+                                                              : std::vector<std::string>{"tanh"};
+    std::vector<std::vector<std::string>> out(static_cast<std::size_t>(dirs));
     const auto* a = attr("activations");
-    if (!a) return;
-    const std::vector<std::string> want = kind == "LSTM" ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
-                                          : kind == "GRU" ? std::vector<std::string>{"sigmoid", "tanh"}
-                                                          : std::vector<std::string>{"tanh"};
-    if (a->strings_size() != static_cast<int>(want.size()) * dirs)
-      fail_node(fmt::format("{} activations given; only the defaults ({}) are supported", a->strings_size(),
-                            fmt::join(want, ", ")));
-    for (int i = 0; i < a->strings_size(); ++i) {
-      std::string got = a->strings(i);
-      std::transform(got.begin(), got.end(), got.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-      if (got != want[static_cast<std::size_t>(i) % want.size()])
-        fail_node(fmt::format("activation '{}' is not supported; only the defaults ({})", a->strings(i), fmt::join(want, ", ")));
-    }
+    if (a && a->strings_size() != static_cast<int>(defaults.size()) * dirs)
+      fail_node(fmt::format("{} activations given; {} expects {} per direction", a->strings_size(), kind, defaults.size()));
+    for (int d = 0; d < dirs; ++d)
+      for (std::size_t k = 0; k < defaults.size(); ++k) {
+        std::string name = a ? a->strings(d * static_cast<int>(defaults.size()) + static_cast<int>(k)) : defaults[k];
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        if (name != "sigmoid" && name != "tanh" && name != "relu")
+          fail_node(fmt::format("activation '{}' is not supported; Sigmoid, Tanh and Relu are", name));
+        out[static_cast<std::size_t>(d)].push_back(name + "({0})");
+      }
+    return out;
   }
 
   Dense recurrent_weight(const std::string& name, const char* what, const Shape& want) {
@@ -1636,23 +1642,23 @@ class Importer {
       const std::string what = fmt::format("{}.{}", tag, names[k]);
       const std::string pre = r_linear(rc, x, gate_w(rc, d, k), h, h.empty() ? "" : gate_r(rc, d, k),
                                        gate_bias(rc, d, k, true), what);
-      g[k] = r_unary(rc, pre, k == 3 ? "tanh({0})" : "sigmoid({0})", what + ".act");
+      g[k] = r_unary(rc, pre, rc.act[d][k == 3 ? 1 : 0], what + ".act");
     }
     std::string cell = r_binary(rc, g[0], "*", g[3], tag + ".ic");
     if (!c.empty()) cell = r_binary(rc, r_binary(rc, g[2], "*", c, tag + ".fc"), "+", cell, tag + ".C");
-    const std::string hidden = r_binary(rc, g[1], "*", r_unary(rc, cell, "tanh({0})", tag + ".tC"), tag + ".H");
+    const std::string hidden = r_binary(rc, g[1], "*", r_unary(rc, cell, rc.act[d][2], tag + ".tC"), tag + ".H");
     return {hidden, cell};
   }
 
   // z, r, h~ (ONNX's gate order); H = (1 - z) h~ + z H'.
   std::string gru_step(Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
     const std::string z = r_unary(rc, r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
-                                               gate_bias(rc, d, 0, true), tag + ".z"), "sigmoid({0})", tag + ".z.act");
+                                               gate_bias(rc, d, 0, true), tag + ".z"), rc.act[d][0], tag + ".z.act");
     // the reset gate multiplies h' (or, before reset, Rbh): none of it with a zero state and no bias
     const bool reset = !h.empty() || (rc.linear_before_reset && rc.b);
     const std::string r = !reset ? "" : r_unary(rc, r_linear(rc, x, gate_w(rc, d, 1), h, h.empty() ? "" : gate_r(rc, d, 1),
                                                              gate_bias(rc, d, 1, true), tag + ".r"),
-                                                "sigmoid({0})", tag + ".r.act");
+                                                rc.act[d][0], tag + ".r.act");
     std::string pre;
     if (h.empty() && rc.linear_before_reset && rc.b) {  // h' = 0: x Wh + Wbh + r Rbh
       pre = r_linear(rc, x, gate_w(rc, d, 2), "", "", gate_bias(rc, d, 2, false), tag + ".n");
@@ -1667,7 +1673,7 @@ class Importer {
       const std::string rh = r_binary(rc, r, "*", h, tag + ".rh");
       pre = r_linear(rc, x, gate_w(rc, d, 2), rh, gate_r(rc, d, 2), gate_bias(rc, d, 2, true), tag + ".n");
     }
-    const std::string cand = r_unary(rc, pre, "tanh({0})", tag + ".n.act");
+    const std::string cand = r_unary(rc, pre, rc.act[d][1], tag + ".n.act");
     const std::string keep = r_binary(rc, r_unary(rc, z, "1 - {0}", tag + ".1z"), "*", cand, tag + ".zn");
     if (h.empty()) return keep;
     return r_binary(rc, keep, "+", r_binary(rc, z, "*", h, tag + ".zh"), tag + ".H");
@@ -1677,7 +1683,7 @@ class Importer {
   std::string rnn_step(Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
     const std::string pre = r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
                                      gate_bias(rc, d, 0, true), tag + ".a");
-    return r_unary(rc, pre, "tanh({0})", tag + ".H");
+    return r_unary(rc, pre, rc.act[d][0], tag + ".H");
   }
 
   // Y [steps, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden], whichever the node names.

@@ -6,7 +6,7 @@ Usage: /usr/bin/python3 test/compiler/pytorch_equality.py TESSERA SOURCE_DIR
 For eight small models (a CNN with batch norm and a depthwise convolution, a transformer encoder
 layer, a GPT block with a causal mask, a one-block MaxViT whose window and grid partitions split
 an 8-wide feature map as 2 x 4 and as 4 x 2, a two-layer LSTM, a bidirectional GRU, a
-batch-first RNN and a bidirectional LSTM from a given state, the recurrent layers unrolled over
+batch-first RNN with ReLU and a bidirectional LSTM from a given state, the recurrent layers unrolled over
 their sequence by the importer; and a GRU with linear_before_reset = 0, which PyTorch does not
 export, written as an ONNX node and checked against the ONNX equations in numpy), fixed seeds: export to ONNX with Debian's python3-torch,
 run PyTorch on a random input, run `tessera run --functional --inputs` with both planners on a
@@ -106,7 +106,8 @@ def models():
             ("maxvit_block", maxvit(), torch.randn(1, 3, 32, 32)),
             ("lstm_two_layers", Recurrent("LSTM", input_size=6, hidden_size=8, num_layers=2), torch.randn(5, 2, 6)),
             ("gru_bidirectional", Recurrent("GRU", input_size=6, hidden_size=8, bidirectional=True), torch.randn(5, 2, 6)),
-            ("rnn_batch_first", Recurrent("RNN", input_size=6, hidden_size=8, batch_first=True), torch.randn(2, 5, 6)),
+            ("rnn_batch_first_relu", Recurrent("RNN", input_size=6, hidden_size=8, batch_first=True, nonlinearity="relu"),
+             torch.randn(2, 5, 6)),
             ("lstm_bidirectional_with_state", LSTMWithState(), torch.randn(5, 2, 6))]
 
 

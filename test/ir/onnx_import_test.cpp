@@ -242,6 +242,8 @@ TEST_CASE("ONNX recurrent layers are unrolled over the sequence; what the unroll
     if (t.role == TensorRole::Weight) shapes.push_back(t.shape);
   CHECK(shapes == std::vector<Shape>{{2, 3}, {2}, {2, 2}, {2, 2}, {2}, {2, 2}});
   CHECK_THROWS_WITH(import_onnx(model("lstm_clip")), Contains("node 'lstm' (LSTM): clip is not supported"));
+  CHECK_THROWS_WITH(import_onnx(model("rnn_leaky")),
+                    Contains("node 'rnn' (RNN): activation 'leakyrelu' is not supported; Sigmoid, Tanh and Relu are"));
   CHECK_THROWS_WITH(import_onnx(model("lstm_short")),
                     Contains("node 'lstm' (LSTM): sequence_lens has 3 where the sequence is 5 long; only full-length "
                              "sequences are supported"));
