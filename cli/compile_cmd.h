@@ -19,6 +19,11 @@ struct CompileArgs {
   bool force_calibration = false;  // use it even if fitted on another config
   std::string price_by = "model";  // "model" or "simulate" (the oracle, docs/cost.md)
 };
+// Help of --no-fast-forward (run and simulate).
+inline constexpr const char* kNoFastForwardHelp =
+    "simulate every stretch between global barriers, even one that repeats from an idle state "
+    "(the same results; docs/hardware-model.md, \"Fast-forward\")";
+
 // What priced the plans, as the results file says: "analytical", the calibration's path, or
 // "simulate (oracle)".
 std::string cost_model_name(const CompileArgs& a);

@@ -137,9 +137,7 @@ int main(int argc, char** argv) {
                     "carry values (the program needs views, exprs and data_tensors: tessera compile --functional); "
                     "stored tensors go to the results file's \"outputs\"");
   bool sim_no_ff = false;
-  sim_cmd->add_flag("--no-fast-forward", sim_no_ff,
-                    "simulate every stretch between global barriers, even one that repeats from an idle state "
-                    "(the same results; docs/hardware-model.md, \"Fast-forward\")");
+  sim_cmd->add_flag("--no-fast-forward", sim_no_ff, tessera::cli::kNoFastForwardHelp);
 
   auto* prog_cmd = app.add_subcommand("program", "program files: convert between JSON and the binary form, check one against a config");
   prog_cmd->require_subcommand(1);

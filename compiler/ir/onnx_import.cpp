@@ -1431,7 +1431,7 @@ class Importer {
   }
 
   // ---- recurrent layers (LSTM, GRU, RNN), unrolled over the static sequence ----------------------
-  // Per direction and time step, each gate is x_t W_g^T + h W_R^T + bias as matmuls and adds, the
+  // Per direction and time step, each gate is x_t W_g^T + h R_g^T + bias as matmuls and adds, the
   // gates' activations and the state update element-wise (ONNX's equations; Sigmoid, Tanh or Relu);
   // Y is the steps' hidden states joined, Y_h (Y_c) the last. A zero initial state (what PyTorch
   // exports when none is given) drops the first step's recurrent terms.
@@ -1618,7 +1618,7 @@ class Importer {
     binary(op_name("." + what), op, a, b, k, rc.base + "." + what);
     return k;
   }
-  // x W^T (+ h R^T) (+ bias): a gate's pre-activation.
+  // x W^T (+ h R^T when there is an h) (+ bias): a gate's pre-activation.
   std::string r_linear(const Recurrence& rc, const std::string& x, const std::string& w, const std::string& h,
                        const std::string& r, const std::string& bias, const std::string& what) {
     std::string acc = rkey(rc, what + ".x");
@@ -1640,7 +1640,7 @@ class Importer {
     for (int k = 0; k < 4; ++k) {
       if (k == 2 && c.empty()) continue;  // the forget gate multiplies a zero cell
       const std::string what = fmt::format("{}.{}", tag, names[k]);
-      const std::string pre = r_linear(rc, x, gate_w(rc, d, k), h, h.empty() ? "" : gate_r(rc, d, k),
+      const std::string pre = r_linear(rc, x, gate_w(rc, d, k), h, gate_r(rc, d, k),
                                        gate_bias(rc, d, k, true), what);
       g[k] = r_unary(rc, pre, rc.act[d][k == 3 ? 1 : 0], what + ".act");
     }
@@ -1652,25 +1652,21 @@ class Importer {
 
   // z, r, h~ (ONNX's gate order); H = (1 - z) h~ + z H'.
   std::string gru_step(Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
-    const std::string z = r_unary(rc, r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
+    const std::string z = r_unary(rc, r_linear(rc, x, gate_w(rc, d, 0), h, gate_r(rc, d, 0),
                                                gate_bias(rc, d, 0, true), tag + ".z"), rc.act[d][0], tag + ".z.act");
     // the reset gate multiplies h' (or, before reset, Rbh): none of it with a zero state and no bias
     const bool reset = !h.empty() || (rc.linear_before_reset && rc.b);
-    const std::string r = !reset ? "" : r_unary(rc, r_linear(rc, x, gate_w(rc, d, 1), h, h.empty() ? "" : gate_r(rc, d, 1),
+    const std::string r = !reset ? "" : r_unary(rc, r_linear(rc, x, gate_w(rc, d, 1), h, gate_r(rc, d, 1),
                                                              gate_bias(rc, d, 1, true), tag + ".r"),
                                                 rc.act[d][0], tag + ".r.act");
     std::string pre;
-    if (h.empty() && rc.linear_before_reset && rc.b) {  // h' = 0: x Wh + Wbh + r Rbh
-      pre = r_linear(rc, x, gate_w(rc, d, 2), "", "", gate_bias(rc, d, 2, false), tag + ".n");
-      pre = r_binary(rc, pre, "+", r_binary(rc, r, "*", gate_rbias(rc, d, 2), tag + ".rRb"), tag + ".n.r");
-    } else if (h.empty()) {  // h' = 0: x Wh + Wbh + Rbh
-      pre = r_linear(rc, x, gate_w(rc, d, 2), "", "", gate_bias(rc, d, 2, true), tag + ".n");
-    } else if (rc.linear_before_reset) {  // tanh(x Wh + Wbh + r (h Rh + Rbh))
-      const std::string hr = r_linear(rc, h, gate_r(rc, d, 2), "", "", gate_rbias(rc, d, 2), tag + ".hR");
+    if (reset && rc.linear_before_reset) {  // x Wh + Wbh + r (h Rh + Rbh); h' = 0: r Rbh
+      const std::string hr = h.empty() ? gate_rbias(rc, d, 2)
+                                       : r_linear(rc, h, gate_r(rc, d, 2), "", "", gate_rbias(rc, d, 2), tag + ".hR");
       pre = r_linear(rc, x, gate_w(rc, d, 2), "", "", gate_bias(rc, d, 2, false), tag + ".n");
       pre = r_binary(rc, pre, "+", r_binary(rc, r, "*", hr, tag + ".rhR"), tag + ".n.r");
-    } else {  // tanh(x Wh + (r h) Rh + Rbh + Wbh)
-      const std::string rh = r_binary(rc, r, "*", h, tag + ".rh");
+    } else {  // x Wh + (r h) Rh + Wbh + Rbh; h' = 0: no (r h) term
+      const std::string rh = h.empty() ? "" : r_binary(rc, r, "*", h, tag + ".rh");
       pre = r_linear(rc, x, gate_w(rc, d, 2), rh, gate_r(rc, d, 2), gate_bias(rc, d, 2, true), tag + ".n");
     }
     const std::string cand = r_unary(rc, pre, rc.act[d][1], tag + ".n.act");
@@ -1681,7 +1677,7 @@ class Importer {
 
   // H = tanh(x Wi + H' Ri + Wbi + Rbi).
   std::string rnn_step(Recurrence& rc, int d, const std::string& x, const std::string& h, const std::string& tag) {
-    const std::string pre = r_linear(rc, x, gate_w(rc, d, 0), h, h.empty() ? "" : gate_r(rc, d, 0),
+    const std::string pre = r_linear(rc, x, gate_w(rc, d, 0), h, gate_r(rc, d, 0),
                                      gate_bias(rc, d, 0, true), tag + ".a");
     return r_unary(rc, pre, rc.act[d][0], tag + ".H");
   }

@@ -367,65 +367,66 @@ class Lowerer {
     homes_[t.name] = std::move(h);
   }
 
-  // Whether the views hold every element of t: their union, by coordinate compression (a cyclic
-  // dimension that wraps counts as two intervals). A union too fine to check says no (stripes).
+  using Interval = std::pair<std::int64_t, std::int64_t>;  // [lo, hi)
+
+  // The boxes a view holds of a tensor of `shape`, clipped to it: one, or more where a cyclic
+  // window wraps (two intervals in that dimension); none when it holds nothing.
+  static std::vector<std::vector<Interval>> held_boxes(const View& v, const std::vector<std::int64_t>& shape) {
+    std::vector<std::vector<Interval>> boxes{{}};
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      const std::int64_t n = shape[d], lo = v.origin[d], len = v.extent[d];
+      std::vector<Interval> parts;
+      if (d < v.cyclic.size() && v.cyclic[d] && len > 0) {
+        const std::int64_t start = ((lo % n) + n) % n;
+        if (len >= n) parts = {{0, n}};
+        else if (start + len <= n) parts = {{start, start + len}};
+        else parts = {{start, n}, {0, start + len - n}};
+      } else if (std::min(lo + len, n) > std::max<std::int64_t>(lo, 0)) {
+        parts = {{std::max<std::int64_t>(lo, 0), std::min(lo + len, n)}};
+      }
+      std::vector<std::vector<Interval>> grown;
+      for (const auto& b : boxes)
+        for (const Interval& x : parts) {
+          grown.push_back(b);
+          grown.back().push_back(x);
+        }
+      boxes = std::move(grown);
+    }
+    return boxes;
+  }
+
+  // Whether the views hold every element of t: the union of their boxes over a grid of the
+  // boxes' edges (coordinate compression). A grid too fine to check says no (then stripes).
   static bool covers(const std::vector<View>& views, const ir::Tensor& t) {
     const std::size_t rank = t.shape.size();
-    using Interval = std::pair<std::int64_t, std::int64_t>;
-    std::vector<std::vector<std::vector<Interval>>> boxes;  // per view, per dimension: its intervals
-    std::vector<std::set<std::int64_t>> cuts(rank);
-    for (std::size_t d = 0; d < rank; ++d) cuts[d] = {0, t.shape[d]};
-    for (const View& v : views) {
-      if (v.tensor.empty()) continue;
-      std::vector<std::vector<Interval>> box(rank);
-      bool empty = false;
-      for (std::size_t d = 0; d < rank; ++d) {
-        const std::int64_t n = t.shape[d], lo = v.origin[d], hi = lo + v.extent[d];
-        if (d < v.cyclic.size() && v.cyclic[d]) {
-          const std::int64_t start = ((lo % n) + n) % n;
-          if (v.extent[d] <= 0) box[d] = {};
-          else if (v.extent[d] >= n) box[d] = {{0, n}};
-          else if (start + v.extent[d] <= n) box[d] = {{start, start + v.extent[d]}};
-          else box[d] = {{start, n}, {0, start + v.extent[d] - n}};
-        } else if (std::min(hi, n) > std::max<std::int64_t>(lo, 0)) {
-          box[d] = {{std::max<std::int64_t>(lo, 0), std::min(hi, n)}};
-        }
-        empty = empty || box[d].empty();
-        for (const auto& [a, b] : box[d]) cuts[d].insert({a, b});
-      }
-      if (!empty) boxes.push_back(std::move(box));
-    }
-    std::vector<std::vector<std::int64_t>> at(rank);
+    std::vector<std::vector<Interval>> boxes;
+    for (const View& v : views)
+      if (!v.tensor.empty())
+        for (auto& b : held_boxes(v, t.shape)) boxes.push_back(std::move(b));
+    std::vector<std::vector<std::int64_t>> edges(rank);
     std::size_t cells = 1;
     for (std::size_t d = 0; d < rank; ++d) {
-      at[d].assign(cuts[d].begin(), cuts[d].end());
-      cells *= at[d].size() - 1;
+      std::set<std::int64_t> e{0, t.shape[d]};
+      for (const auto& b : boxes) e.insert({b[d].first, b[d].second});
+      edges[d].assign(e.begin(), e.end());
+      cells *= edges[d].size() - 1;
       if (cells > (std::size_t{1} << 22)) return false;
     }
+    const auto cell = [&](std::size_t d, std::int64_t x) {
+      return std::lower_bound(edges[d].begin(), edges[d].end(), x) - edges[d].begin();
+    };
     std::vector<bool> held(cells, false);
-    for (const auto& box : boxes) {
-      std::vector<Interval> cell_range(rank);  // per dimension, pieces of this view's interval
-      for (std::size_t choice = 0; choice < (std::size_t{1} << rank); ++choice) {  // the wrapped halves
-        bool valid = true;
-        for (std::size_t d = 0; d < rank && valid; ++d) {
-          const std::size_t k = (choice >> d) & 1;
-          if (k >= box[d].size()) { valid = false; break; }
-          const auto [a, b] = box[d][k];
-          cell_range[d] = {std::lower_bound(at[d].begin(), at[d].end(), a) - at[d].begin(),
-                           std::lower_bound(at[d].begin(), at[d].end(), b) - at[d].begin()};
-        }
-        if (!valid) continue;
-        std::vector<std::int64_t> idx(rank);
-        for (std::size_t d = 0; d < rank; ++d) idx[d] = cell_range[d].first;
-        for (bool done = false; !done;) {
-          std::size_t flat = 0;
-          for (std::size_t d = 0; d < rank; ++d) flat = flat * (at[d].size() - 1) + static_cast<std::size_t>(idx[d]);
-          held[flat] = true;
-          done = true;
-          for (std::size_t d = rank; d-- > 0;) {
-            if (++idx[d] < cell_range[d].second) { done = false; break; }
-            idx[d] = cell_range[d].first;
-          }
+    std::vector<std::int64_t> idx(rank);
+    for (const auto& b : boxes) {  // mark the box's cells (an odometer over its cell ranges)
+      for (std::size_t d = 0; d < rank; ++d) idx[d] = cell(d, b[d].first);
+      for (bool done = false; !done;) {
+        std::size_t flat = 0;
+        for (std::size_t d = 0; d < rank; ++d) flat = flat * (edges[d].size() - 1) + static_cast<std::size_t>(idx[d]);
+        held[flat] = true;
+        done = true;
+        for (std::size_t d = rank; d-- > 0;) {
+          if (++idx[d] < cell(d, b[d].second)) { done = false; break; }
+          idx[d] = cell(d, b[d].first);
         }
       }
     }

@@ -37,7 +37,7 @@ void Core::run() {
     while (pc_ < code.size()) {
       const Item& it = code[pc_];
       if (segment < bounds.size() && pc_ == bounds[segment]) {
-        at_bound(segment);
+        at_bound(bounds, segment);
       } else if (it.op == Op::LoopBegin) {
         remaining.push_back(it.arg);
         ++pc_;
@@ -67,8 +67,7 @@ void Core::run() {
 
 // The global barrier that closes a stretch: report it, take part, and at the start of the next
 // stretch either run it or add what it did the last time it ran from the same idle state.
-void Core::at_bound(std::size_t& segment) {
-  const std::vector<std::uint32_t>& bounds = segments_->bounds(index_);
+void Core::at_bound(const std::vector<std::uint32_t>& bounds, std::size_t& segment) {
   segments_->end(segment, index_, now_cycles(), busy_, items_run_);
   execute(prog_.code[pc_]);
   ++pc_;

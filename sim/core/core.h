@@ -91,7 +91,7 @@ class Core : public sc_core::sc_module, private StepSink {
 
  private:
   void run();
-  void at_bound(std::size_t& segment);
+  void at_bound(const std::vector<std::uint32_t>& bounds, std::size_t& segment);
   void execute(const Item& item);
   void run_relayout(const Item& item);
   void run_relayout_items(const Item& item, const RelayoutRunner::Steps& steps);

@@ -40,15 +40,15 @@ Segments::Segments(const Program& prog) {
   fingerprint(prog);
   // A fingerprint is a hash: a stretch is only taken for the first of its key after an item by
   // item comparison, so that two different stretches never share a recording.
-  std::unordered_map<Key, std::size_t, KeyHash> first;
-  for (std::size_t s = 1; s < keys_.size(); ++s)
-    if (eligible_[s])
-      if (auto [it, added] = first.emplace(keys_[s], s); !added && !same(prog, it->second, s)) eligible_[s] = false;
-  std::unordered_map<Key, std::size_t, KeyHash> seen;
-  for (std::size_t s = 1; s < keys_.size(); ++s)  // stretch 0 starts the program: never replayed
-    if (eligible_[s]) ++seen[keys_[s]];
+  std::unordered_map<Key, std::pair<std::size_t, std::size_t>, KeyHash> groups;  // key -> first stretch, members
+  for (std::size_t s = 1; s < keys_.size(); ++s) {  // stretch 0 starts the program: never replayed
+    if (!eligible_[s]) continue;
+    auto [it, added] = groups.try_emplace(keys_[s], s, 0);
+    if (!added && !same(prog, it->second.first, s)) eligible_[s] = false;
+    else ++it->second.second;
+  }
   repeats_.assign(keys_.size(), false);
-  for (std::size_t s = 1; s < keys_.size(); ++s) repeats_[s] = eligible_[s] && seen[keys_[s]] > 1;
+  for (std::size_t s = 1; s < keys_.size(); ++s) repeats_[s] = eligible_[s] && groups.at(keys_[s]).second > 1;
 }
 
 std::size_t Segments::repeating() const { return static_cast<std::size_t>(std::count(repeats_.begin(), repeats_.end(), true)); }
@@ -105,7 +105,7 @@ std::uint32_t Segments::tag_index(std::size_t s, std::uint32_t tag) {
 }
 
 Segments::Key Segments::layout_key(const Program& prog, std::uint32_t l) {
-  if (layout_known_[l]) return layout_keys_[l];
+  if (layout_keys_[l]) return *layout_keys_[l];
   const Layout& lay = prog.layouts[l];
   Hasher h;
   h.add(lay.shape.size());
@@ -113,13 +113,12 @@ Segments::Key Segments::layout_key(const Program& prog, std::uint32_t l) {
   h.add(lay.cores.size());
   for (auto v : lay.cores) h.add(v);
   for (auto v : lay.boxes) h.add(static_cast<std::uint64_t>(v));
-  layout_known_[l] = true;
-  return layout_keys_[l] = h.key();
+  return *(layout_keys_[l] = h.key());
 }
 
 // A relayout's messages and copies follow from its layouts and element sizes alone.
 Segments::Key Segments::relayout_key(const Program& prog, std::uint32_t r) {
-  if (relayout_known_[r]) return relayout_keys_[r];
+  if (relayout_keys_[r]) return *relayout_keys_[r];
   Hasher h;
   const Relayout& rl = prog.relayouts[r];
   h.add(rl.moves.size());
@@ -128,19 +127,16 @@ Segments::Key Segments::relayout_key(const Program& prog, std::uint32_t r) {
     h.add(layout_key(prog, m.to));
     h.add(m.element_bytes);
   }
-  relayout_known_[r] = true;
-  return relayout_keys_[r] = h.key();
+  return *(relayout_keys_[r] = h.key());
 }
 
 void Segments::fingerprint(const Program& prog) {
-  layout_keys_.assign(prog.layouts.size(), Key{});
-  layout_known_.assign(prog.layouts.size(), false);
-  relayout_keys_.assign(prog.relayouts.size(), Key{});
-  relayout_known_.assign(prog.relayouts.size(), false);
+  layout_keys_.assign(prog.layouts.size(), std::nullopt);
+  relayout_keys_.assign(prog.relayouts.size(), std::nullopt);
   std::vector<Hasher> hs(keys_.size());
-  // A relayout dropped after its last run must have all its runs inside one stretch.
+  // A relayout dropped after its last run must have all its runs inside one stretch (a replay
+  // runs none of them, so none may be left for another stretch).
   std::vector<std::size_t> relayout_stretch(prog.relayouts.size(), ~std::size_t{0});
-  std::vector<std::uint64_t> relayout_runs(prog.relayouts.size(), 0);
   auto spans = [&](std::uint32_t r, std::size_t s) {  // s == count(): after the last closing barrier
     std::size_t& at = relayout_stretch[r];
     if (at == ~std::size_t{0}) at = s;
@@ -152,17 +148,11 @@ void Segments::fingerprint(const Program& prog) {
     const std::vector<Item>& code = prog.cores[i].code;
     std::size_t s = 0;
     std::uint64_t counted = 0;
-    std::vector<std::uint64_t> mult{1};
     for (std::size_t pc = 0; pc < code.size(); ++pc) {
       const Item& it = code[pc];
       const bool tail = s >= keys_.size();  // after the last closing barrier: in no stretch
       if (it.op == Op::Alloc || it.op == Op::Free || it.op == Op::Init) continue;
-      if (it.op == Op::LoopBegin) mult.push_back(mult.back() * it.arg);
-      if (it.op == Op::LoopEnd) mult.pop_back();
-      if (it.op == Op::Relayout) {
-        relayout_runs[it.arg] += mult.back();
-        spans(it.arg, s);
-      }
+      if (it.op == Op::Relayout) spans(it.arg, s);
       if (tail) continue;
       if (it.op == Op::Collective) eligible_[s] = false;
       Hasher& h = hs[s];
@@ -189,10 +179,6 @@ void Segments::fingerprint(const Program& prog) {
         ++s;
       }
     }
-  }
-  for (std::size_t r = 0; r < relayout_stretch.size(); ++r) {
-    const std::size_t s = relayout_stretch[r];
-    if (s < keys_.size() && relayout_runs[r] != prog.relayout_runs[r]) eligible_[s] = false;
   }
   for (std::size_t s = 0; s < keys_.size(); ++s) keys_[s] = hs[s].key();
 }

@@ -23,6 +23,7 @@
 // level of detail whose transport cannot say it is idle (the flit mesh) is never fast-forwarded.
 // docs/hardware-model.md, "Fast-forward".
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -71,8 +72,7 @@ class Segments {
   std::vector<Key> keys_;
   std::vector<std::vector<std::uint32_t>> tags_;
   std::vector<bool> eligible_, repeats_;
-  std::vector<Key> relayout_keys_, layout_keys_;
-  std::vector<bool> relayout_known_, layout_known_;
+  std::vector<std::optional<Key>> relayout_keys_, layout_keys_;  // computed on first use
 };
 
 class FastForward : public SegmentHook {

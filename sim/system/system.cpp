@@ -49,8 +49,6 @@ System::System(sc_core::sc_module_name name, const Config& cfg, const Program& p
     for (ChannelStats* r : channels()) r->trace_track = trace->add_track("links and channels", r->name);
 }
 
-System::~System() = default;
-
 std::vector<ChannelStats*> System::channels() const {
   std::vector<ChannelStats*> rs;
   const_cast<Network&>(network_).stats(rs);

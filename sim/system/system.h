@@ -20,7 +20,6 @@ class System : public sc_core::sc_module {
   // `relayouts_by_items`, `fast_forward`: SimOptions's.
   System(sc_core::sc_module_name name, const Config& cfg, const Program& prog, TraceRecorder* trace,
          const std::string& collective_engine = "ideal", bool relayouts_by_items = false, bool fast_forward = false);
-  ~System() override;
 
   // After sc_start: throws SimulationError on a failure or deadlock, else returns the results
   // document (docs/results.md).
