@@ -38,6 +38,7 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
   source_busy_.assign(sources, false);
   routes_.resize(kRouteCacheSlots);
   cores_ = cfg.total_cores();
+  if (with_cores && cores_ <= kPairRouteCores) pair_routes_.resize(std::size_t{cores_} * cores_);
 }
 
 void PacketNetwork::reset() {
@@ -76,12 +77,22 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   Bytes pb = 0;
   if (src >= cores_) {
     const CachedRoute& r = route_of(src, dst);
-    msg.route.assign(r.hops.begin(), r.hops.end());
+    msg.own_route.assign(r.hops.begin(), r.hops.end());
+    msg.route = msg.own_route.data();
+    msg.hops = static_cast<std::uint32_t>(r.hops.size());
+    msg.coupled = r.coupled;
+    pb = r.packet_bytes;
+  } else if (!pair_routes_.empty() && dst < cores_) {
+    const PairRoute& r = pair_route(src, dst);
+    msg.route = r.hops.data();
+    msg.hops = static_cast<std::uint32_t>(r.hops.size());
     msg.coupled = r.coupled;
     pb = r.packet_bytes;
   } else {
-    msg.route.clear();
-    msg.coupled = topo_.route(src, dst, msg.route);
+    msg.own_route.clear();
+    msg.coupled = topo_.route(src, dst, msg.own_route);
+    msg.route = msg.own_route.data();
+    msg.hops = static_cast<std::uint32_t>(msg.own_route.size());
     pb = topo_.packet_bytes(src, dst);
   }
   msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
@@ -102,6 +113,17 @@ const PacketNetwork::CachedRoute& PacketNetwork::route_of(std::uint32_t src, std
     e.coupled = topo_.route(src, dst, e.hops);
     e.packet_bytes = topo_.packet_bytes(src, dst);
     e.key = key;
+  }
+  return e;
+}
+
+const PacketNetwork::PairRoute& PacketNetwork::pair_route(std::uint32_t src, std::uint32_t dst) {
+  PairRoute& e = pair_routes_[std::size_t{src} * cores_ + dst];
+  if (!e.known) {
+    e.hops.clear();
+    e.coupled = topo_.route(src, dst, e.hops);  // may throw: the entry stays unknown
+    e.packet_bytes = topo_.packet_bytes(src, dst);
+    e.known = true;
   }
   return e;
 }
@@ -187,8 +209,9 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
   pk.msg = m;
   pk.hop = 0;
   pk.requeued_from = kNoBuffer;
-  pk.route = msg.route.data();
-  pk.hops = static_cast<std::uint32_t>(msg.route.size());
+  pk.route = msg.route;
+  pk.hops = msg.hops;
+  pk.coupled = msg.coupled;
   pk.bytes = std::min(msg.packet_bytes, msg.unsent);
   pk.seq = seq_++;
   msg.unsent -= pk.bytes;
@@ -274,7 +297,8 @@ bool PacketNetwork::fits(const Packet& pk, Cycles t) {
 // the channel, or its buffer is being read) is set aside until that changes.
 void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
-  while (!ch.held && ceil_fp(ch.free_fp, kFrac) <= t && !ch.waiting.empty()) {
+  const std::int64_t t_fp = static_cast<std::int64_t>(t) * kFrac;  // ceil(x / kFrac) <= t: x <= t_fp
+  while (!ch.held && ch.free_fp <= t_fp && !ch.waiting.empty()) {
     const Waiting w = ch.waiting.front();
     ch.waiting.pop_front();
     Packet& pk = packets_[w.packet];
@@ -290,7 +314,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
       park_for_read(c, w);
       continue;
     }
-    if (messages_[pk.msg].coupled) {
+    if (pk.coupled) {
       if (pk.hop == 0) {  // hold the send port, then contend for the receive port
         ch.held = true;
         pk.hop = 1;
@@ -308,7 +332,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
 bool PacketNetwork::readable(const Packet& pk, Cycles t) const {
   if (pk.hop == 0) return true;
   const std::uint32_t b = pk.route[pk.hop - 1].buffer;
-  return b == kNoBuffer || ceil_fp(buffers_[b].read_free_fp, kFrac) <= t;
+  return b == kNoBuffer || buffers_[b].read_free_fp <= static_cast<std::int64_t>(t) * kFrac;
 }
 
 PacketNetwork::Parked& PacketNetwork::parked(std::uint32_t b, std::uint32_t c) {
@@ -383,6 +407,16 @@ std::int64_t PacketNetwork::duration_fp(Channel& ch, Bytes bytes) const {
   return ch.memo_fp;
 }
 
+std::int64_t PacketNetwork::read_fp(Channel& ch, const Buffer& from, Bytes bytes) const {
+  const double rate = std::max(from.read_bytes_per_cycle, ch.bytes_per_cycle);
+  if (bytes != ch.read_memo_bytes || rate != ch.read_memo_rate) {
+    ch.read_memo_bytes = bytes;
+    ch.read_memo_rate = rate;
+    ch.read_memo_fp = static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / rate));
+  }
+  return ch.read_memo_fp;
+}
+
 void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
   Packet& pk = packets_[p];
@@ -404,9 +438,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   const std::int64_t end_fp = start_fp + std::max<std::int64_t>(dur_fp, kFrac);
   ch.free_fp = end_fp;
   if (from) {
-    const auto read_fp = static_cast<std::int64_t>(
-        std::ceil(static_cast<double>(pk.bytes) * kFrac / std::max(from->read_bytes_per_cycle, ch.bytes_per_cycle)));
-    from->read_free_fp = std::max(start_fp + read_fp, now_fp + 1);
+    from->read_free_fp = std::max(start_fp + read_fp(ch, *from, pk.bytes), now_fp + 1);
   }
   ch.busy_fp += dur_fp;
   ChannelStats& st = stats_[c];

@@ -118,6 +118,9 @@ class PacketNetwork : public Transport {
     double bytes_per_cycle;
     Bytes memo_bytes = 0;       // the last duration computed (packets are mostly one size)
     std::int64_t memo_fp = 0;
+    Bytes read_memo_bytes = 0;  // the last read of a packet into this channel, at that rate
+    double read_memo_rate = 0;
+    std::int64_t read_memo_fp = 0;
     Cycles latency;
     std::int64_t free_fp = 0;  // end of its last transmission
     bool held = false;         // an exchange message holds this send port, waiting for its receiver
@@ -164,7 +167,9 @@ class PacketNetwork : public Transport {
     bool coupled = false;
     std::uint64_t order = 0;    // injection order
     std::uint32_t next = kNil;  // source queue
-    std::vector<Hop> route;
+    const Hop* route = nullptr;  // its hops: `own_route`, or a core pair's entry of `pair_routes_`
+    std::uint32_t hops = 0;
+    std::vector<Hop> own_route;
   };
   struct Packet {
     std::uint32_t msg;
@@ -173,7 +178,8 @@ class PacketNetwork : public Transport {
     std::uint32_t hops;
     Bytes bytes;
     std::uint64_t seq;
-    bool last;  // the message's last packet
+    bool last;     // the message's last packet
+    bool coupled;  // its message's
     std::uint32_t requeued_from;  // the buffer whose room it was sent back for, or kNoBuffer
   };
   // Events exist only where someone waits: a channel is woken when it frees only if packets wait
@@ -197,6 +203,15 @@ class PacketNetwork : public Transport {
   };
   static constexpr std::size_t kRouteCacheSlots = 4096;
   const CachedRoute& route_of(std::uint32_t src, std::uint32_t dst);
+  // On a small system (at most kPairRouteCores cores) every pair of cores has its route worked
+  // out once and kept, and its messages point at it: a chip of 64 cores keeps 4032 routes.
+  static constexpr std::uint32_t kPairRouteCores = 256;
+  struct PairRoute {
+    bool known = false, coupled = false;
+    Bytes packet_bytes = 0;
+    std::vector<Hop> hops;  // never changes once known: messages point into it
+  };
+  const PairRoute& pair_route(std::uint32_t src, std::uint32_t dst);
 
   void process_cycle(Cycles t);
   void start_message(std::uint32_t m, Cycles t);
@@ -220,6 +235,8 @@ class PacketNetwork : public Transport {
   void grant_coupled(std::uint32_t packet, Cycles t);
   void finish(std::uint32_t message);
   std::int64_t duration_fp(Channel& ch, Bytes bytes) const;
+  // How long reading `bytes` out of buffer `from` into channel `ch` holds the buffer's read port.
+  std::int64_t read_fp(Channel& ch, const Buffer& from, Bytes bytes) const;
 
   NetTopology topo_;
   TraceRecorder* trace_;
@@ -249,6 +266,7 @@ class PacketNetwork : public Transport {
   };
   std::vector<Grant> grants_;
   std::vector<CachedRoute> routes_;  // kRouteCacheSlots
+  std::vector<PairRoute> pair_routes_;  // src * cores_ + dst, when cores_ <= kPairRouteCores
   std::uint32_t cores_ = 0;          // endpoints below this are cores
   std::uint64_t order_ = 0, seq_ = 0, hops_ = 0, live_packets_ = 0;
 };
