@@ -280,7 +280,8 @@ class CoresEngine : private OwnedPlan, public Engine {
 class AceEngine : public Engine {
  public:
   AceEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net, std::uint64_t id_base)
-      : Engine(plan, net, id_base, cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())) {
+      : Engine(plan, net, id_base, cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())),
+        lifo_(cfg.system.ace->admission == AceAdmission::Lifo) {
     const AceConfig& ace = *cfg.system.ace;
     const EndpointConfig& e = *cfg.system.endpoint;
     size_partitions(ace);
@@ -302,6 +303,7 @@ class AceEngine : public Engine {
     done_.assign(chips_ * chunks, false);
     lowest_open_.assign(chips_, 0);
     terminal_queue_.resize(chips_);
+    if (lifo_) index_collectives();
     index_groups();
     // a chip's part of a collective is done when each of the collective's chunks is done there
     std::fill(remaining_.begin(), remaining_.end(), 0);
@@ -387,6 +389,21 @@ class AceEngine : public Engine {
       first += fsm_count_[k];
     }
   }
+  // LIFO admission: each collective's chunks (numbered one after the other), the first not yet
+  // in the admission order.
+  void index_collectives() {
+    coll_end_.assign(plan_.collectives, 0);
+    unordered_.assign(plan_.collectives, kNone);
+    for (std::uint32_t c = 0; c < plan_.chunks; ++c) {
+      const std::uint32_t coll = plan_.chunk_collective[c];
+      if (unordered_[coll] == kNone) unordered_[coll] = c;
+      else if (coll_end_[coll] != c) throw std::logic_error("collective plan: a collective's chunks are not consecutive");
+      coll_end_[coll] = c + 1;
+    }
+    for (std::uint32_t coll = 0; coll < plan_.collectives; ++coll)
+      if (unordered_[coll] == kNone) unordered_[coll] = 0;  // no chunks: none to order (end 0)
+    issued_order_.resize(chips_);
+  }
   // Per (chip, chunk, phase): how many of the chip's messages are open, and its sends.
   void index_groups() {
     const std::size_t groups = std::size_t{chips_} * plan_.chunks * phases_;
@@ -420,7 +437,10 @@ class AceEngine : public Engine {
   }
 
   // The chip may start the collective's chunks (in chunk order, as FSMs and room allow).
-  void on_issue(std::uint32_t, std::uint32_t chip, Cycles t) override { admit(chip, 0, t); }
+  void on_issue(std::uint32_t coll, std::uint32_t chip, Cycles t) override {
+    if (lifo_) issued_order_[chip].push_back(coll);
+    admit(chip, 0, t);
+  }
   void on_ready(std::uint32_t m, Cycles t) override {
     if (active_[at(msg(m).src, msg(m).chunk)] == msg(m).phase) inject(m, t);
     // otherwise it goes when its chunk enters the phase on its chip (activate)
@@ -461,28 +481,67 @@ class AceEngine : public Engine {
       to_terminal(chip, t);
     admit(chip, phase, t);  // ... and the FSM is free for its next chunk
   }
-  // Admits chunks into phase k on the chip, in chunk order, while the chunk's FSM is free and
-  // the partition has room; the room the chunk held in phase k - 1 comes back.
+  // Admits chunks into phase k on the chip while the chunk's FSM is free and the partition has
+  // room; the room the chunk held in phase k - 1 comes back. Every chip admits the chunks into
+  // every phase in one order, strictly (a chunk waits for the one before it): FIFO, the chunks'
+  // numbers (issue order); LIFO, the order they were first let into phase 0, where a chip that
+  // finds nothing more in that order lets in the next chunk of the collective it issued last
+  // (the ACE paper's policy). One order for all chips is what keeps either free of deadlock:
+  // chips admitting in different orders could each hold an FSM with a chunk that waits for the
+  // other's messages.
   void admit(std::uint32_t chip, std::uint32_t k, Cycles t) {
     for (;;) {
-      std::uint32_t& next = next_[chip * phases_ + k];
-      while (next < plan_.chunks && phases_of(next) <= k) ++next;  // chunks that never enter phase k
-      const std::uint32_t c = next;
-      if (c >= plan_.chunks || finished_phases_[at(chip, c)] != k) return;
-      std::uint32_t& fsm = fsm_chunk_[std::size_t{chip} * fsms_ + fsm_first_[k] + c % fsm_count_[k]];
-      if (issued_at(c, chip) > t || fsm != kNone || free(chip, k) < fp(k, c)) return;
-      fsm = c;
-      ++next_[chip * phases_ + k];
-      free(chip, k) -= fp(k, c);
-      admission_wait_ += t - std::max(eligible_at_[at(chip, c)], issued_at(c, chip));
-      if (k == 0) {  // the TX DMA brings the chunk from memory
-        schedule(read_[chip].serve(t, plan_.chunk_sizes[c]), kActivate, chip, c);
-        continue;
+      bool fresh = false;  // LIFO: a chunk not yet in the order, which joins it if it goes
+      const std::uint32_t c = lifo_ ? next_lifo(chip, k, t, fresh) : next_fifo(chip, k, t);
+      if (c == kNone || !take(chip, k, c, t)) return;
+      if (fresh) {
+        order_.push_back(c);
+        ++unordered_[plan_.chunk_collective[c]];
       }
-      free(chip, k - 1) += fp(k - 1, c);
-      activate(chip, c, k, t);
-      admit(chip, k - 1, t);
     }
+  }
+  std::uint32_t next_fifo(std::uint32_t chip, std::uint32_t k, Cycles t) {
+    std::uint32_t& next = next_[chip * phases_ + k];
+    while (next < plan_.chunks && phases_of(next) <= k) ++next;  // chunks that never enter phase k
+    const std::uint32_t c = next;
+    if (c >= plan_.chunks || finished_phases_[at(chip, c)] != k || issued_at(c, chip) > t) return kNone;
+    return c;
+  }
+  std::uint32_t next_lifo(std::uint32_t chip, std::uint32_t k, Cycles t, bool& fresh) {
+    std::uint32_t& pos = next_[chip * phases_ + k];  // into order_
+    while (pos < order_.size() && phases_of(order_[pos]) <= k) ++pos;
+    if (pos == order_.size()) {
+      if (k != 0) return kNone;
+      fresh = true;
+      return newest_unordered(chip);  // issued here by now, and in no phase yet
+    }
+    const std::uint32_t c = order_[pos];
+    if (finished_phases_[at(chip, c)] != k || issued_at(c, chip) > t) return kNone;
+    return c;
+  }
+  // LIFO: the next chunk of the collective the chip issued last that has chunks not yet in the
+  // order, or kNone.
+  std::uint32_t newest_unordered(std::uint32_t chip) {
+    auto& issued = issued_order_[chip];
+    while (!issued.empty() && unordered_[issued.back()] == coll_end_[issued.back()]) issued.pop_back();
+    return issued.empty() ? kNone : unordered_[issued.back()];
+  }
+  // Chunk c enters phase k if its FSM is free and the partition has room.
+  bool take(std::uint32_t chip, std::uint32_t k, std::uint32_t c, Cycles t) {
+    std::uint32_t& fsm = fsm_chunk_[std::size_t{chip} * fsms_ + fsm_first_[k] + c % fsm_count_[k]];
+    if (fsm != kNone || free(chip, k) < fp(k, c)) return false;
+    fsm = c;
+    ++next_[chip * phases_ + k];
+    free(chip, k) -= fp(k, c);
+    admission_wait_ += t - std::max(eligible_at_[at(chip, c)], issued_at(c, chip));
+    if (k == 0) {  // the TX DMA brings the chunk from memory
+      schedule(read_[chip].serve(t, plan_.chunk_sizes[c]), kActivate, chip, c);
+      return true;
+    }
+    free(chip, k - 1) += fp(k - 1, c);
+    activate(chip, c, k, t);
+    admit(chip, k - 1, t);
+    return true;
   }
   void activate(std::uint32_t chip, std::uint32_t c, std::uint32_t k, Cycles t) {
     active_[at(chip, c)] = static_cast<std::uint8_t>(k);
@@ -531,12 +590,17 @@ class AceEngine : public Engine {
   }
 
   std::uint32_t phases_, fsms_ = 0;
+  bool lifo_;
+  // LIFO: the admission order (chunks), per collective one past its last chunk and its first
+  // chunk not yet in the order, per chip the collectives it issued (in issue order)
+  std::vector<std::uint32_t> order_, coll_end_, unordered_;
+  std::vector<std::vector<std::uint32_t>> issued_order_;
   std::vector<std::int64_t> partition_;  // per phase, then the terminal partition
   std::vector<std::uint32_t> fsm_first_, fsm_count_;
   std::vector<RateServer> read_, write_, alus_;
   std::vector<std::int64_t> free_;          // per chip and partition
   std::vector<std::uint32_t> fsm_chunk_;    // per chip and FSM: its chunk, or kNone
-  std::vector<std::uint32_t> next_;         // per chip and phase: the next chunk to admit
+  std::vector<std::uint32_t> next_;         // per chip and phase: the next chunk to admit (LIFO: its place in order_)
   std::vector<std::uint8_t> finished_phases_, active_;  // per chip and chunk
   std::vector<Cycles> eligible_at_;         // per chip and chunk: since when it may enter its next partition
   std::vector<bool> done_;

@@ -222,6 +222,10 @@ AceConfig parse_ace(const JsonReader& a) {
   ace.fsms = count(a, "fsms", ace.fsms, 1024);
   ace.alus = count(a, "alus", ace.alus, 1024);
   ace.alu_bytes_per_cycle = a.positive("alu_bytes_per_cycle", ace.alu_bytes_per_cycle);
+  const std::string admission = a.string("admission", "lifo");
+  if (admission == "fifo") ace.admission = AceAdmission::Fifo;
+  else if (admission != "lifo")
+    a.fail("admission", fmt::format("unknown admission \"{}\" (expected \"lifo\" or \"fifo\")", admission));
   a.reject_unknown_keys();
   return ace;
 }

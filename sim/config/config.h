@@ -120,11 +120,17 @@ struct EndpointConfig {
 
 // The ACE collectives engine beside each chip's AFI: an SRAM split into a partition per phase
 // and a terminal one, FSMs shared out among the phases, ALUs for reductions.
+// Which collective's chunks ACE admits first when several are pending on a chip: the one issued
+// last (LIFO, the ACE paper's policy: during backpropagation the first layers' gradients, needed
+// first by the next forward pass, are issued last) or the one issued first (FIFO).
+enum class AceAdmission : std::uint8_t { Lifo, Fifo };
+
 struct AceConfig {
   Bytes sram_bytes = Bytes{4} << 20;
   std::uint32_t fsms = 16;
   std::uint32_t alus = 4;
   double alu_bytes_per_cycle = 64;
+  AceAdmission admission = AceAdmission::Lifo;
 };
 
 // A GPU-like NPU for training runs (`tessera train`): a layer takes the longer of its FLOPs at

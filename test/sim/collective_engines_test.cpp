@@ -214,3 +214,46 @@ TEST_CASE("ACE runs an all-to-all beside a hierarchical all-reduce: the all-to-a
   CHECK(both.totals.chunks_out_of_order > 0u);
   CHECK(ar_alone.totals.chunks_out_of_order == 0u);
 }
+
+TEST_CASE("ACE admits the collective issued last first (LIFO), or the first (FIFO), by hand", "[collective][engines]") {
+  // One FSM: a chunk at a time through the ring's one phase. A (4 chunks of 16 KiB) is issued at
+  // cycle 0, B (one chunk of 16 KiB) at cycle 1, while A's first chunk holds the FSM. A chunk
+  // holds the FSM for P cycles (its TX read and its ring steps); the RX write back, w, overlaps
+  // the next chunk. Alone: B takes P + w, A 4P + w, so P = (A - B) / 3.
+  Json cfg = engines_system(ring("ring", 4));
+  cfg["system"]["ace"]["fsms"] = 1;
+  sim::CollectiveSpec a, b;
+  a.op = b.op = sim::CollectiveOp::AllReduce;
+  a.algorithm = b.algorithm = sim::CollectiveAlgorithm::Ring;
+  a.bytes = 64 << 10;
+  b.bytes = a.chunk_bytes = b.chunk_bytes = 16 << 10;
+  const sim::Config lifo = test::config(cfg);
+  const auto a_alone = sim::run_collectives(lifo, "ace", {{a, 0}}).done[0];
+  const auto b_alone = sim::run_collectives(lifo, "ace", {{b, 1}}).done[0] - 1;
+  REQUIRE((a_alone - b_alone) % 3 == 0);
+  const Cycles p = (a_alone - b_alone) / 3;
+  CHECK(p > 0);
+  // LIFO: B's chunk goes second, after A's first; A's last three wait one P more
+  const auto l = sim::run_collectives(lifo, "ace", {{a, 0}, {b, 1}});
+  CHECK(l.done[1] == b_alone + p);
+  CHECK(l.done[0] == a_alone + p);
+  // FIFO: A's four chunks first, B's after them
+  cfg["system"]["ace"]["admission"] = "fifo";
+  const auto f = sim::run_collectives(test::config(cfg), "ace", {{a, 0}, {b, 1}});
+  CHECK(f.done[0] == a_alone);
+  CHECK(f.done[1] == a_alone + p);
+  // Many collectives issued while others run, one FSM per phase of a hierarchical all-reduce:
+  // every chip admits in one order, so they all finish (chips choosing by what each had issued
+  // when its FSM freed could each hold a chunk the other's messages never come for).
+  Json torus = engines_system(Json::array({ring("ring", 4)[0], ring("ring", 4)[0]}));
+  torus["system"]["ace"]["fsms"] = 4;
+  sim::CollectiveSpec h = a;
+  h.algorithm = sim::CollectiveAlgorithm::Hierarchical;
+  std::vector<std::pair<sim::CollectiveSpec, Cycles>> issued;
+  for (Cycles i = 0; i < 6; ++i) issued.emplace_back(h, 700 * i);
+  const auto many = sim::run_collectives(test::config(torus), "ace", issued);
+  for (std::uint32_t chip = 0; chip < 16; ++chip) CHECK(many.totals.memory_read_bytes[chip] == 6u * (64u << 10));
+  CHECK(many.done[5] < many.done[0]);  // the last issued overtakes the first
+  cfg["system"]["ace"]["admission"] = "oldest";
+  CHECK_THROWS_WITH(test::config(cfg), Contains("system.ace.admission") && Contains("lifo"));
+}
