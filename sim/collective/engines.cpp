@@ -84,13 +84,15 @@ class Engine : public CollectiveEngine {
     on_issue(c, chip, t);
   }
   void process(Cycles t) override {
-    while (!events_.empty() && events_.top().at <= t) {
-      const Event e = events_.top();
-      events_.pop();
-      handle(e);
+    while (!events_.empty()) {
+      const Cycles x = events_.next();
+      if (x > t) break;
+      batch_.clear();
+      events_.take(x, batch_);  // what handling these schedules for cycle x comes round next
+      for (const Event& e : batch_) handle(e);
     }
   }
-  Cycles next_event() const override { return events_.empty() ? kNever : events_.top().at; }
+  Cycles next_event() const override { return events_.empty() ? kNever : events_.next(); }
   void sent(std::uint64_t m, Cycles when) override { schedule(when, kSent, static_cast<std::uint32_t>(m)); }
   void delivered(std::uint64_t m, Cycles when) override {
     ++delivered_;
@@ -113,14 +115,13 @@ class Engine : public CollectiveEngine {
   static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kOwn = 4;
   struct Event {
     Cycles at;
-    std::uint64_t seq;
     std::uint32_t a, b;
     std::uint8_t kind;
-    bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
+  // Events come out by cycle, in the order they were scheduled within a cycle.
   void schedule(Cycles at, std::uint8_t kind, std::uint32_t a, std::uint32_t b = 0) {
-    events_.push({at, seq_++, a, b, kind});
+    events_.push(at, {at, a, b, kind});
   }
   void inject(std::uint32_t m, Cycles t) {
     const CollectiveMessage& msg = plan_.messages[m];
@@ -182,9 +183,10 @@ class Engine : public CollectiveEngine {
   std::vector<std::uint32_t> waiting_, children_first_, children_;
   std::vector<std::uint32_t> by_src_first_, by_src_;  // per (collective, chip): the messages it sends
   std::vector<Cycles> issued_at_;                    // per (collective, chip), kNever before
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  EventWheel<Event> events_;
+  std::vector<Event> batch_;
   std::vector<Cycles> done_;
-  std::uint64_t seq_ = 0, injected_ = 0, delivered_ = 0;
+  std::uint64_t injected_ = 0, delivered_ = 0;
 };
 
 // The ACE paper's Ideal: a message goes out as soon as it is ready; a received one is complete

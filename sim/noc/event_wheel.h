@@ -1,18 +1,90 @@
 #pragma once
 // A calendar queue of events keyed by cycle: a wheel of 1024 buckets for the near future (push
-// and pop in constant time, a bitmap to find the next busy cycle) and a heap for events further
-// ahead. Events of one cycle come out in the order they were pushed, so a deterministic engine
-// stays deterministic. Buckets keep their capacity: in steady state nothing is allocated.
+// and pop in constant time, a bitmap to find the next busy cycle) and a radix heap for events
+// further ahead. Events of one cycle come out in the order they were pushed, so a deterministic
+// engine stays deterministic. Buckets keep their capacity: in steady state nothing is allocated.
 #include <algorithm>
+#include <array>
+#include <cassert>
 #include <cstdint>
-#include <functional>
-#include <queue>
 #include <utility>
 #include <vector>
 
 #include "sim/common/types.h"
 
 namespace tessera::sim {
+
+// A monotone priority queue of items keyed by cycle (a radix heap): no key pushed is below the
+// last key popped. Bucket 0 holds the items at the last key popped; bucket i those whose key
+// first differs from it in bit i - 1. A push is one append; popping the least key re-files the
+// first non-empty bucket below it, so an item is moved at most 64 times, and usually a few (a
+// binary heap costs log2(n) moves per push and per pop). Items of one key keep their push order:
+// they always share a bucket and re-filing keeps the order.
+template <typename T>
+class RadixQueue {
+ public:
+  bool empty() const { return size_ == 0; }
+  void push(Cycles t, const T& v) {
+    buckets_[bucket(t)].push_back({t, v});
+    ++size_;
+    if (t < min_) min_ = t;  // exact while min_known_ (else min() finds it again)
+  }
+  // The least key (call only when not empty).
+  Cycles min() {
+    if (!min_known_) {
+      const auto& b = buckets_[first()];
+      Cycles m = ~Cycles{0};
+      for (const Item& it : b) m = std::min(m, it.t);
+      min_ = m;
+      min_known_ = true;
+    }
+    return min_;
+  }
+  // Removes every item of the least key, passing them to f in push order; returns the key.
+  template <typename F>
+  Cycles pop_min(F&& f) {
+    const std::size_t i = first();
+    if (i > 0) {  // re-file bucket i around its least key: they all land lower
+      last_ = min();
+      auto& b = buckets_[i];
+      for (const Item& it : b) buckets_[bucket(it.t)].push_back(it);
+      b.clear();
+    }
+    auto& zero = buckets_[0];
+    for (const Item& it : zero) f(it.v);
+    size_ -= zero.size();
+    zero.clear();
+    min_ = ~Cycles{0};
+    min_known_ = false;
+    return last_;
+  }
+  void clear() {
+    for (auto& b : buckets_) b.clear();
+    size_ = 0;
+    last_ = 0;
+    min_ = ~Cycles{0};
+    min_known_ = true;
+  }
+
+ private:
+  struct Item {
+    Cycles t;
+    T v;
+  };
+  std::size_t bucket(Cycles t) const {
+    return t == last_ ? 0 : 64 - static_cast<std::size_t>(__builtin_clzll(t ^ last_));
+  }
+  std::size_t first() const {
+    std::size_t i = 0;
+    while (buckets_[i].empty()) ++i;
+    return i;
+  }
+  std::array<std::vector<Item>, 65> buckets_;
+  std::size_t size_ = 0;
+  Cycles last_ = 0;
+  Cycles min_ = ~Cycles{0};
+  bool min_known_ = true;  // empty: no least key to find
+};
 
 template <typename Event>
 class EventWheel {
@@ -23,13 +95,14 @@ class EventWheel {
 
   // `t` must not be before the last cycle popped.
   void push(Cycles t, const Event& e) {
+    assert(t >= now_);
     ++size_;
     if (t < now_ + kSlots) {
       const std::size_t s = t & (kSlots - 1);
       slots_[s].push_back(e);
       bits_[s / 64] |= std::uint64_t{1} << (s % 64);
     } else {
-      far_.push({t, seq_++, e});
+      far_.push(t, e);
     }
   }
 
@@ -38,7 +111,7 @@ class EventWheel {
   void clear() {
     for (auto& b : slots_) b.clear();
     std::fill(bits_.begin(), bits_.end(), 0);
-    far_ = decltype(far_)();
+    far_.clear();
     now_ = 0;
     size_ = 0;
   }
@@ -46,7 +119,7 @@ class EventWheel {
 
   // The earliest cycle with an event (call only when not empty).
   Cycles next() const {
-    Cycles best = far_.empty() ? ~Cycles{0} : far_.top().t;
+    Cycles best = far_.empty() ? ~Cycles{0} : far_.min();
     // scan the bitmap from now_ for one lap
     const std::size_t start = now_ & (kSlots - 1);
     for (std::size_t k = 0; k <= kSlots / 64; ++k) {
@@ -75,33 +148,25 @@ class EventWheel {
   }
 
  private:
-  struct Far {
-    Cycles t;
-    std::uint64_t seq;
-    Event e;
-    bool operator>(const Far& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-  };
-
-  // Far events that come within the wheel's window move into it, oldest first (so push order
-  // within a cycle is kept: a far event was always pushed before any near one of its cycle).
+  // Far events that come within the wheel's window move into it, cycle by cycle in push order
+  // (so push order within a cycle is kept: a far event was always pushed before any near one of
+  // its cycle).
   void advance_to(Cycles t) {
     if (t < now_) return;
     now_ = t;
-    while (!far_.empty() && far_.top().t < now_ + kSlots) {
-      const Far f = far_.top();
-      far_.pop();
-      const std::size_t s = f.t & (kSlots - 1);
-      slots_[s].push_back(f.e);
+    while (!far_.empty() && far_.min() < now_ + kSlots) {
+      const Cycles at = far_.min();
+      const std::size_t s = at & (kSlots - 1);
+      far_.pop_min([&](const Event& e) { slots_[s].push_back(e); });
       bits_[s / 64] |= std::uint64_t{1} << (s % 64);
     }
   }
 
   std::vector<std::vector<Event>> slots_;
   std::vector<std::uint64_t> bits_;
-  std::priority_queue<Far, std::vector<Far>, std::greater<>> far_;
+  mutable RadixQueue<Event> far_;  // next() finds its least key, which it keeps
   Cycles now_ = 0;
   std::size_t size_ = 0;
-  std::uint64_t seq_ = 0;
 };
 
 }  // namespace tessera::sim

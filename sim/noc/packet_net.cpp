@@ -49,6 +49,7 @@ void PacketNetwork::reset() {
     ch.waiting.clear();
   }
   for (ChannelStats& st : stats_) st.bytes = st.busy_cycles = st.transfers = 0;
+  for (CachedRoute& r : routes_) r.users = 0;  // its messages are gone
   for (Buffer& b : buffers_) {
     b.used[0] = b.used[1] = 0;
     b.read_free_fp = 0;
@@ -75,14 +76,15 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   msg.id = message;
   msg.src = src;
   Bytes pb = 0;
-  if (src >= cores_) {
-    const CachedRoute& r = route_of(src, dst);
-    msg.own_route.assign(r.hops.begin(), r.hops.end());
-    msg.route = msg.own_route.data();
+  msg.route_slot = src >= cores_ ? cached_route(src, dst) : kNil;
+  if (msg.route_slot != kNil) {
+    CachedRoute& r = routes_[msg.route_slot];
+    ++r.users;
+    msg.route = r.hops.data();
     msg.hops = static_cast<std::uint32_t>(r.hops.size());
     msg.coupled = r.coupled;
     pb = r.packet_bytes;
-  } else if (!pair_routes_.empty() && dst < cores_) {
+  } else if (!pair_routes_.empty() && src < cores_ && dst < cores_) {
     const PairRoute& r = pair_route(src, dst);
     msg.route = r.hops.data();
     msg.hops = static_cast<std::uint32_t>(r.hops.size());
@@ -104,17 +106,18 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   wheel_.push(when, {m, Kind::Inject});
 }
 
-const PacketNetwork::CachedRoute& PacketNetwork::route_of(std::uint32_t src, std::uint32_t dst) {
+std::uint32_t PacketNetwork::cached_route(std::uint32_t src, std::uint32_t dst) {
   const std::uint64_t key = std::uint64_t{src} << 32 | dst;
-  CachedRoute& e = routes_[(key * 0x9E3779B97F4A7C15ull) >> 52];  // the top 12 bits: 4096 slots
-  if (e.key != key) {
-    e.key = ~std::uint64_t{0};  // not valid until the route is whole (route() may throw)
-    e.hops.clear();
-    e.coupled = topo_.route(src, dst, e.hops);
-    e.packet_bytes = topo_.packet_bytes(src, dst);
-    e.key = key;
-  }
-  return e;
+  const auto slot = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 52);  // the top 12 bits: 4096 slots
+  CachedRoute& e = routes_[slot];
+  if (e.key == key) return slot;
+  if (e.users > 0) return kNil;
+  e.key = ~std::uint64_t{0};  // not valid until the route is whole (route() may throw)
+  e.hops.clear();
+  e.coupled = topo_.route(src, dst, e.hops);
+  e.packet_bytes = topo_.packet_bytes(src, dst);
+  e.key = key;
+  return slot;
 }
 
 const PacketNetwork::PairRoute& PacketNetwork::pair_route(std::uint32_t src, std::uint32_t dst) {
@@ -533,6 +536,7 @@ std::string PacketNetwork::stuck_report() const {
 void PacketNetwork::finish(std::uint32_t m) {
   const std::uint64_t id = messages_[m].id;
   const Cycles arrival = messages_[m].arrival;
+  if (messages_[m].route_slot != kNil) --routes_[messages_[m].route_slot].users;
   messages_.release(m);
   if (listener_) listener_->delivered(id, arrival);  // last: a listener may inject and reuse m
 }

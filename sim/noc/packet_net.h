@@ -167,8 +167,9 @@ class PacketNetwork : public Transport {
     bool coupled = false;
     std::uint64_t order = 0;    // injection order
     std::uint32_t next = kNil;  // source queue
-    const Hop* route = nullptr;  // its hops: `own_route`, or a core pair's entry of `pair_routes_`
+    const Hop* route = nullptr;  // its hops: `own_route`, a core pair's `pair_routes_` entry or a `routes_` slot
     std::uint32_t hops = 0;
+    std::uint32_t route_slot = kNil;  // the `routes_` slot it uses
     std::vector<Hop> own_route;
   };
   struct Packet {
@@ -193,16 +194,20 @@ class PacketNetwork : public Transport {
 
   // Recently used routes from AFIs, direct-mapped by (src, dst): a collective's rings repeat
   // their pairs, and a route across chips is a walk over the dimensions. A fixed size, so a run
-  // with millions of pairs holds no more than this. Cores' routes are not cached: a core talks to
-  // many peers (a re-layout to most of its chip), and its routes are short to work out.
+  // with millions of pairs holds no more than this. Messages point into an entry and count
+  // themselves as its users; an entry with users is not replaced (a message whose slot is taken
+  // by another pair keeps its own copy). Cores' routes are not cached here: a core talks to many
+  // peers (a re-layout to most of its chip), and its routes are short to work out.
   struct CachedRoute {
     std::uint64_t key = ~std::uint64_t{0};
     bool coupled = false;
     Bytes packet_bytes = 0;
+    std::uint32_t users = 0;  // live messages pointing at `hops`
     std::vector<Hop> hops;
   };
   static constexpr std::size_t kRouteCacheSlots = 4096;
-  const CachedRoute& route_of(std::uint32_t src, std::uint32_t dst);
+  // The slot holding the route from src to dst, or kNil when the pair's slot is in use by another.
+  std::uint32_t cached_route(std::uint32_t src, std::uint32_t dst);
   // On a small system (at most kPairRouteCores cores) every pair of cores has its route worked
   // out once and kept, and its messages point at it: a chip of 64 cores keeps 4032 routes.
   static constexpr std::uint32_t kPairRouteCores = 256;
