@@ -2,6 +2,8 @@
 // whether they were pushed into the wheel or, further than its 1024 slots ahead, into the heap.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include "sim/noc/event_wheel.h"
@@ -31,4 +33,35 @@ TEST_CASE("event wheel: cycle order, push order within a cycle, far events", "[n
   CHECK(w.empty());
   w.push(7, 8);
   CHECK(w.next() == 7);
+}
+
+TEST_CASE("event wheel against a sorted list: random pushes near and far, interleaved with takes", "[noc]") {
+  // The reference: every event with its cycle and push number, taken by (cycle, push number).
+  std::mt19937_64 rng(7);
+  EventWheel<int> w;
+  std::vector<std::pair<Cycles, int>> pending, got, want;
+  Cycles now = 0;
+  int pushed = 0;
+  for (int round = 0; round < 3000; ++round) {
+    for (int k = rng() % 4; k > 0; --k) {
+      // near (the wheel), or far (the radix heap) on a coarse grid so that far events share cycles
+      const Cycles t = rng() % 3 ? now + rng() % 1500 : (now / 1000 + 2 + rng() % 100) * 1000;
+      w.push(t, pushed);
+      pending.push_back({t, pushed++});
+    }
+    if (w.empty()) continue;
+    now = w.next();
+    std::vector<int> batch;
+    w.take(now, batch);
+    for (int e : batch) got.push_back({now, e});
+    // the reference: the least cycle pending, in push order
+    std::stable_sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    REQUIRE(!pending.empty());
+    const Cycles least = pending.front().first;
+    std::size_t n = 0;
+    while (n < pending.size() && pending[n].first == least) want.push_back(pending[n++]);
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  CHECK(got == want);
+  CHECK(got.size() > 2000u);
 }
