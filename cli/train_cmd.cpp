@@ -28,6 +28,12 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--comm-sms", a.comm_sms, "SMs communication gets (one mode only; cores engine)")
       ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--share-hold", a.share_hold,
+                  "static: communication holds its SMs and memory bandwidth for the whole iteration (the "
+                  "paper's Table VI); in-flight: only while a collective is in flight, compute gets all of "
+                  "the NPU otherwise")
+      ->check(CLI::IsMember({"static", "in-flight"}))
+      ->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON (every mode run)");
   cmd->add_option("--trace", a.trace, "Perfetto trace of the (last) mode run: compute and all-reduces in flight");
 }
@@ -56,6 +62,7 @@ int train_cmd(const TrainArgs& a) {
     if (a.comm_sms > 0) spec.shares.comm_sms = a.comm_sms;
     spec.chunk_bytes = a.chunk_bytes;
     spec.chunks_in_flight = a.chunks_in_flight;
+    spec.hold = sim::parse_share_hold(a.share_hold);
     const sim::TrainResult r = sim::run_training(cfg, table, spec);
     const double us = 1e-3 / cfg.clock_ghz;
     fmt::print("{:>9}: iteration {:10.1f} us = compute {:10.1f} + exposed communication {:9.1f} ({:4.1f}%); "

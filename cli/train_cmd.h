@@ -5,7 +5,7 @@
 namespace tessera::cli {
 
 struct TrainArgs {
-  std::string config, layers, mode = "all", out, trace;
+  std::string config, layers, mode = "all", out, trace, share_hold = "static";
   std::uint64_t chunk_bytes = 64 << 10;
   std::uint32_t chunks_in_flight = 16;
   double comm_memory_gb_per_s = 0;  // 0: the configuration's own (Table VI)

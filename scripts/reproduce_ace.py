@@ -15,6 +15,7 @@ a results JSON, one CSV per experiment, PNG plots and the Markdown tables the RE
   scripts/reproduce_ace.py [--tessera build/cli/tessera] [--out results/ace] [--bytes 64MiB]
                            [--jobs 2] [--only bytes,memory,cores,sram,train]
                            [--train-config ace-torus-128] [--train-models resnet-50,resnet-50-b8,gnmt,dlrm]
+                           [--share-hold static|in-flight]
 
 Every run is one process; --jobs runs that many at once. Matplotlib (python3-matplotlib) draws
 the plots; without it the tables are still written.
@@ -165,12 +166,13 @@ def sram_experiment(args, out):
     return {"rows": rows, "base_gb_per_s": base, "table": table}
 
 
-def train_one(tessera, config, model):
+def train_one(tessera, config, model, share_hold):
     """`tessera train --mode all` of one layer table; returns {mode: results} (or {"error": ...})."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "t.json")
         cmd = [tessera, "train", "--config", os.path.join(ROOT, "configs", config + ".json"),
-               "--layers", os.path.join(ROOT, "workloads", "train", model + ".json"), "--out", out]
+               "--layers", os.path.join(ROOT, "workloads", "train", model + ".json"), "--out", out,
+               "--share-hold", share_hold]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             msg = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
@@ -182,7 +184,7 @@ def train_one(tessera, config, model):
 def train_experiment(args, out):
     models = [m for m in args.train_models.split(",") if m]
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {m: pool.submit(train_one, args.tessera, args.train_config, m) for m in models}
+        futures = {m: pool.submit(train_one, args.tessera, args.train_config, m, args.share_hold) for m in models}
         res = {m: f.result() for m, f in futures.items()}
     modes = ["nooverlap", "commopt", "compopt", "ace"]
     rows, table = [], ["| model (batch per NPU) | Ideal iteration | " + " | ".join(modes) +
@@ -200,7 +202,8 @@ def train_experiment(args, out):
                     [round(speedup, 3)])
         table.append(f"| {m} ({r['ideal']['batch_per_npu']}) | {r['ideal']['iteration_us'] / 1e3:.2f} ms | " +
                      " | ".join(f"{share[k]:.1%}" for k in modes) + f" | {speedup:.2f}x |")
-    write_csv(os.path.join(out, "train.csv"), ["model", "batch_per_npu", "ideal_compute_cycles"] +
+    name = "train.csv" if args.share_hold == "static" else f"train-{args.share_hold}.csv"
+    write_csv(os.path.join(out, name), ["model", "batch_per_npu", "ideal_compute_cycles"] +
               [f"{k}_share_of_ideal" for k in modes] + ["ace_over_best_baseline"], rows)
     return {"rows": rows, "table": table}
 
@@ -239,6 +242,9 @@ def main():
     ap.add_argument("--train-config", default="ace-torus-128", help="system for the train experiment (configs/NAME.json)")
     ap.add_argument("--train-models", default="resnet-50,resnet-50-b8,gnmt,dlrm",
                     help="layer tables for the train experiment (workloads/train/NAME.json)")
+    ap.add_argument("--share-hold", default="static", choices=["static", "in-flight"],
+                    help="train: communication holds its share of the NPU for the whole iteration (the paper) "
+                         "or only while a collective is in flight")
     args = ap.parse_args()
     if not os.access(args.tessera, os.X_OK):
         sys.exit(f"reproduce_ace.py: {args.tessera} is not an executable; build first (scripts/build.sh) or pass --tessera")

@@ -61,7 +61,8 @@ Bytes padded_gradient(Bytes bytes, Bytes chunk, Bytes g) {
 // chunks in that order).
 struct TrainStep {
   enum Kind : std::uint8_t { Compute, Issue, Wait, EndOfIteration1 } kind;
-  Cycles cycles = 0;
+  Cycles cycles = 0;  // compute: at compute's share of the NPU
+  Cycles full = 0;    // compute: with all of the NPU
   std::uint32_t collective = 0;
   std::int32_t layer = -1;
   enum Mark : std::uint8_t { None, BackwardStart, BackwardEnd, ForwardStart, ForwardEnd } mark = None;
@@ -72,9 +73,15 @@ struct TrainProgram {
   std::vector<std::int32_t> allreduce_layer;  // per collective: the layer whose gradient it is, or -1
 };
 
+// A part of a layer: its cycles at compute's share and with all of the NPU.
+struct Work {
+  Cycles shared = 0, full = 0;
+  Work operator+(const Work& o) const { return {shared + o.shared, full + o.full}; }
+};
+
 TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, const TrainResult& r,
-                              const std::vector<Cycles>& fwd, const std::vector<Cycles>& wg,
-                              const std::vector<Cycles>& ig, std::uint32_t chips) {
+                              const std::vector<Work>& fwd, const std::vector<Work>& wg,
+                              const std::vector<Work>& ig, std::uint32_t chips) {
   TrainProgram p;
   const std::size_t n = table.layers.size();
   const auto add = [&](CollectiveOp op, Bytes bytes, std::int32_t layer) {
@@ -88,12 +95,12 @@ TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, co
     p.allreduce_layer.push_back(op == CollectiveOp::AllReduce ? layer : -1);
     return static_cast<std::uint32_t>(p.collectives.size() - 1);
   };
-  const auto compute = [&](Cycles c, std::int32_t layer, TrainStep::Mark mark) {
-    p.steps.push_back({TrainStep::Compute, c, 0, layer, mark});
+  const auto compute = [&](Work w, std::int32_t layer, TrainStep::Mark mark) {
+    p.steps.push_back({TrainStep::Compute, w.shared, w.full, 0, layer, mark});
   };
   const auto issue_and_wait = [&](std::uint32_t k) {
-    p.steps.push_back({TrainStep::Issue, 0, k});
-    p.steps.push_back({TrainStep::Wait, 0, k});
+    p.steps.push_back({TrainStep::Issue, 0, 0, k});
+    p.steps.push_back({TrainStep::Wait, 0, 0, k});
   };
   // an all-to-all after the forward pass of a layer that has one, and of its gradient before the
   // layer's backward pass (model-parallel embeddings)
@@ -108,12 +115,12 @@ TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, co
   }
   for (std::size_t l = n; l-- > 0;) {
     const auto L = static_cast<std::int32_t>(l);
-    p.steps.push_back({TrainStep::Compute, 0, 0, L, TrainStep::BackwardStart});
+    p.steps.push_back({TrainStep::Compute, 0, 0, 0, L, TrainStep::BackwardStart});
     exchange(l);
     compute(wg[l], L, TrainStep::None);
     if (r.layers[l].gradient_bytes && spec.shares.overlap) {
       ar[l] = add(CollectiveOp::AllReduce, r.layers[l].gradient_bytes, L);
-      p.steps.push_back({TrainStep::Issue, 0, ar[l]});
+      p.steps.push_back({TrainStep::Issue, 0, 0, ar[l]});
     }
     compute(ig[l], L, TrainStep::BackwardEnd);
   }
@@ -122,20 +129,30 @@ TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, co
     for (std::size_t l = n; l-- > 0;)
       if (r.layers[l].gradient_bytes) {
         ar[l] = add(CollectiveOp::AllReduce, r.layers[l].gradient_bytes, static_cast<std::int32_t>(l));
-        p.steps.push_back({TrainStep::Issue, 0, ar[l]});
+        p.steps.push_back({TrainStep::Issue, 0, 0, ar[l]});
       }
     for (std::size_t l = 0; l < n; ++l)
-      if (ar[l] != ~0u) p.steps.push_back({TrainStep::Wait, 0, ar[l]});
+      if (ar[l] != ~0u) p.steps.push_back({TrainStep::Wait, 0, 0, ar[l]});
   }
   for (std::size_t l = 0; l < n; ++l) {
-    if (ar[l] != ~0u) p.steps.push_back({TrainStep::Wait, 0, ar[l]});
-    p.steps.push_back({TrainStep::Compute, 0, 0, static_cast<std::int32_t>(l), TrainStep::ForwardStart});
+    if (ar[l] != ~0u) p.steps.push_back({TrainStep::Wait, 0, 0, ar[l]});
+    p.steps.push_back({TrainStep::Compute, 0, 0, 0, static_cast<std::int32_t>(l), TrainStep::ForwardStart});
     compute(fwd[l], static_cast<std::int32_t>(l), TrainStep::ForwardEnd);
     exchange(l);
   }
+  // The second backward pass. With shares held in flight its compute runs beside its own
+  // all-reduces, so they are issued as in the first (and run; per-layer timings stay the first
+  // iteration's); with static shares they change nothing measured and are left out.
+  const bool second_allreduces = spec.hold == ShareHold::InFlight && spec.shares.overlap;
   for (std::size_t l = n; l-- > 0;) {
     exchange(l);
-    compute(wg[l] + ig[l], static_cast<std::int32_t>(l), TrainStep::None);
+    if (!second_allreduces || !r.layers[l].gradient_bytes) {
+      compute(wg[l] + ig[l], static_cast<std::int32_t>(l), TrainStep::None);
+      continue;
+    }
+    compute(wg[l], static_cast<std::int32_t>(l), TrainStep::None);
+    p.steps.push_back({TrainStep::Issue, 0, 0, add(CollectiveOp::AllReduce, r.layers[l].gradient_bytes, -1)});
+    compute(ig[l], static_cast<std::int32_t>(l), TrainStep::None);
   }
   return p;
 }
@@ -143,11 +160,20 @@ TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, co
 // Runs the steps: compute advances the NPU's clock; an issue starts the collective on every
 // chip at that cycle (after the network has run up to it); a wait runs the network until every
 // chip's part is done.
-void run_program(const Config& cfg, const std::string& engine, const TrainProgram& prog, TrainResult& r) {
+void run_program(const Config& cfg, const std::string& engine, ShareHold hold, const TrainProgram& prog,
+                 TrainResult& r) {
   std::vector<std::pair<CollectiveSpec, Cycles>> issued;  // each when the NPU's steps reach it
   for (const CollectiveSpec& s : prog.collectives) issued.emplace_back(s, 0);
   const CollectivePlan plan = plan_collectives(cfg, engine, issued);
-  if (plan.collectives == 0) {  // nothing to communicate: compute only
+  if (plan.collectives == 0) {  // nothing to communicate: compute only (with all of the NPU when shares are held in flight)
+    if (hold == ShareHold::InFlight) {
+      r.compute_cycles = 0;
+      bool second = false;
+      for (const TrainStep& s : prog.steps) {
+        if (s.kind == TrainStep::EndOfIteration1) second = true;
+        if (second && s.kind == TrainStep::Compute) r.compute_cycles += s.full;
+      }
+    }
     r.iteration_cycles = r.compute_cycles;
     return;
   }
@@ -156,8 +182,13 @@ void run_program(const Config& cfg, const std::string& engine, const TrainProgra
   PacketNetwork net(cfg, nullptr, /*with_cores=*/false);  // the collectives send from the AFIs only
   const std::unique_ptr<CollectiveEngine> eng = make_engine(cfg, engine, plan, net, 0);
   net.set_listener(eng.get());
+  const std::uint32_t chips = cfg.system.chips;
   std::vector<std::uint32_t> parts_done(plan.collectives, 0);
-  eng->on_done = [&](std::uint32_t c, std::uint32_t, Cycles) { ++parts_done[c]; };
+  std::uint32_t in_flight = 0;  // collectives issued and not done on every NPU
+  Cycles freed_at = 0;          // when the last one in flight was done
+  eng->on_done = [&](std::uint32_t c, std::uint32_t, Cycles when) {
+    if (++parts_done[c] == chips && --in_flight == 0) freed_at = when;
+  };
   Cycles processed = 0;
   bool any = false;
   const auto step = [&]() {
@@ -169,18 +200,43 @@ void run_program(const Config& cfg, const std::string& engine, const TrainProgra
     any = true;
     return true;
   };
-  const std::uint32_t chips = cfg.system.chips;
+  const auto next = [&] { return std::min(net.next_event(), eng->next_event()); };
+  // In-flight shares: a compute step of `s.full` cycles alone and `s.cycles` beside communication
+  // runs at the shared rate while a collective is in flight (the network runs alongside) and at
+  // the full rate once none is; issues are steps of their own, so none starts during it.
+  const auto compute = [&](const TrainStep& s, Cycles from) {
+    double now = double(from), left = 1.0;  // of the step's work
+    while (in_flight > 0 && next() <= from) step();
+    while (in_flight > 0) {
+      const double end = now + left * double(s.cycles);
+      while (in_flight > 0 && double(next()) <= end) step();
+      if (in_flight > 0) return static_cast<Cycles>(std::ceil(end));
+      left -= (double(freed_at) - now) / double(s.cycles);
+      now = double(freed_at);
+    }
+    return static_cast<Cycles>(std::ceil(now + left * double(s.full)));
+  };
   std::vector<Cycles> issued_at(plan.collectives, 0);
-  Cycles t = 0, end1 = 0, first_issue = kNever;
+  Cycles t = 0, end1 = 0, first_issue = kNever, compute2 = 0;
+  bool second = false;
   for (const TrainStep& s : prog.steps) {
     switch (s.kind) {
-      case TrainStep::Compute: t += s.cycles; break;
-      case TrainStep::EndOfIteration1: end1 = t; break;
+      case TrainStep::Compute: {
+        const Cycles from = t;
+        t = hold == ShareHold::Static || s.cycles == s.full ? t + s.cycles : compute(s, t);
+        if (second) compute2 += t - from;
+        break;
+      }
+      case TrainStep::EndOfIteration1:
+        end1 = t;
+        second = true;
+        break;
       case TrainStep::Issue: {
         while (std::min(net.next_event(), eng->next_event()) < t) step();
         const Cycles at = any && processed >= t ? processed + 1 : t;  // never behind the network
         issued_at[s.collective] = at;
         first_issue = std::min(first_issue, at);
+        ++in_flight;  // before the chips issue it: one with nothing to do is done at once
         for (std::uint32_t chip = 0; chip < chips; ++chip) eng->issue(s.collective, chip, at);
         break;
       }
@@ -214,6 +270,7 @@ void run_program(const Config& cfg, const std::string& engine, const TrainProgra
     }
   r.comm_cycles = r.comm.cycles - first_issue;
   r.iteration_cycles = t - end1;
+  if (hold == ShareHold::InFlight) r.compute_cycles = compute2;
 }
 }  // namespace
 
@@ -257,6 +314,12 @@ TrainMode parse_train_mode(const std::string& name) {
 
 const char* train_mode_name(TrainMode m) { return kModeNames[static_cast<int>(m)]; }
 
+ShareHold parse_share_hold(const std::string& name) {
+  if (name == "static") return ShareHold::Static;
+  if (name == "in-flight") return ShareHold::InFlight;
+  throw Error(fmt::format("unknown share hold \"{}\" (expected static or in-flight)", name));
+}
+
 TrainShares default_shares(TrainMode mode, const NpuConfig& npu, double clock_ghz) {
   switch (mode) {
     case TrainMode::NoOverlap: return {"cores", npu.memory_bytes_per_cycle * clock_ghz, npu.sms, false};
@@ -287,13 +350,16 @@ TrainResult run_training(const Config& cfg, const LayerTable& table, const Train
   TrainResult r;
   const std::size_t n = table.layers.size();
   r.layers.resize(n);
-  std::vector<Cycles> fwd(n), bwd_wg(n), bwd_ig(n);
+  std::vector<Work> fwd(n), bwd_wg(n), bwd_ig(n);
+  const auto work = [&](const LayerWork& w) {
+    return Work{roofline(w, flops, membw), roofline(w, npu.fp16_flops_per_cycle, npu.memory_bytes_per_cycle)};
+  };
   for (std::size_t l = 0; l < n; ++l) {
     const TrainLayer& L = table.layers[l];
-    fwd[l] = roofline(L.forward, flops, membw);
-    bwd_wg[l] = roofline(L.weight_grad, flops, membw);
-    bwd_ig[l] = roofline(L.input_grad, flops, membw);
-    r.compute_cycles += fwd[l] + bwd_wg[l] + bwd_ig[l];
+    fwd[l] = work(L.forward);
+    bwd_wg[l] = work(L.weight_grad);
+    bwd_ig[l] = work(L.input_grad);
+    r.compute_cycles += fwd[l].shared + bwd_wg[l].shared + bwd_ig[l].shared;
   }
   const Bytes g = granule(cfg.system);
   for (std::size_t l = 0; l < n; ++l) {
@@ -310,7 +376,7 @@ TrainResult run_training(const Config& cfg, const LayerTable& table, const Train
     if (sh.engine == "cores") e.cores = sh.comm_sms;
     comm_cfg.system.endpoint = e;
   }
-  run_program(comm_cfg, sh.engine, prog, r);
+  run_program(comm_cfg, sh.engine, spec.hold, prog, r);
   r.exposed_cycles = r.iteration_cycles - r.compute_cycles;
   return r;
 }
@@ -328,7 +394,8 @@ Json train_json(const Config& cfg, const LayerTable& table, const TrainSpec& spe
   return {{"config", cfg.name}, {"chips", cfg.system.chips}, {"model", table.name},
           {"batch_per_npu", table.batch_per_npu}, {"mode", train_mode_name(spec.mode)},
           {"engine", spec.shares.engine}, {"comm_memory_gb_per_s", spec.shares.comm_memory_gb_per_s},
-          {"comm_sms", spec.shares.comm_sms}, {"overlap", spec.shares.overlap}, {"chunk_bytes", spec.chunk_bytes},
+          {"comm_sms", spec.shares.comm_sms}, {"overlap", spec.shares.overlap},
+          {"share_hold", spec.hold == ShareHold::Static ? "static" : "in-flight"}, {"chunk_bytes", spec.chunk_bytes},
           {"iteration_cycles", r.iteration_cycles}, {"iteration_us", double(r.iteration_cycles) * us},
           {"compute_cycles", r.compute_cycles}, {"exposed_comm_cycles", r.exposed_cycles},
           {"exposed_comm_share", r.iteration_cycles ? double(r.exposed_cycles) / double(r.iteration_cycles) : 0.0},

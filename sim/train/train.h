@@ -61,9 +61,17 @@ struct TrainShares {
 // SMs; CompOpt 128 GB/s and 2 SMs; ACE 128 GB/s for its DMA and no SM; Ideal nothing.
 TrainShares default_shares(TrainMode mode, const NpuConfig& npu, double clock_ghz);
 
+// How long communication holds its share of the NPU: for the whole iteration (the paper's
+// static split, Table VI), or only while a collective is in flight, compute getting all of the
+// NPU otherwise (a compute step runs at the shared rate while anything is in flight and at the
+// full rate for the rest of its work).
+enum class ShareHold : std::uint8_t { Static, InFlight };
+ShareHold parse_share_hold(const std::string& name);  // "static" or "in-flight"; throws Error
+
 struct TrainSpec {
   TrainMode mode = TrainMode::Ideal;
   TrainShares shares;
+  ShareHold hold = ShareHold::Static;
   Bytes chunk_bytes = 64 << 10;
   std::uint32_t chunks_in_flight = 16;
 };
@@ -77,6 +85,7 @@ struct LayerTiming {
 
 struct TrainResult {
   Cycles compute_cycles = 0;    // one iteration's compute at compute's share, nothing waiting
+                                // (in-flight shares: iteration 2's compute steps as they ran)
   Cycles iteration_cycles = 0;  // iteration 2: from the end of iteration 1's backward pass
   Cycles exposed_cycles = 0;    // iteration - compute: compute stalled waiting for communication
   Cycles comm_cycles = 0;       // from the first all-reduce issued to the last done

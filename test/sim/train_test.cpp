@@ -124,3 +124,36 @@ TEST_CASE("training: a model-parallel layer's all-to-alls block the forward and 
   CHECK(r.iteration_cycles == 750 + 2 * alone);
   CHECK(r.layers[1].forward_start == r.layers[0].forward_end + alone);
 }
+
+TEST_CASE("training: shares held only while collectives are in flight", "[train]") {
+  // ACE with 50 of the 100 B/cycle, and layer 1's weight gradient memory-bound: 80,000 bytes,
+  // 800 cycles with all the bandwidth, 1600 with compute's half (its 2e5 FLOPs take 200).
+  Json t = table();
+  t["layers"][0]["weight_grad"]["bytes"] = 80000;
+  const sim::Config c = test::config(two_npus());
+  sim::TrainSpec s;
+  s.mode = sim::TrainMode::Ace;
+  s.shares = sim::default_shares(s.mode, *c.system.npu, c.clock_ghz);
+  s.shares.comm_memory_gb_per_s = 50 * c.clock_ghz;
+  const sim::LayerTable lt = sim::parse_layer_table(t, "table");
+  const auto fixed = sim::run_training(c, lt, s);
+  s.hold = sim::ShareHold::InFlight;
+  const auto held = sim::run_training(c, lt, s);
+  // static: l2's weight gradient takes 200 (10,000 bytes at 50), so its all-reduce goes at 350,
+  // and l1's weight gradient takes 1600
+  CHECK(fixed.layers[1].allreduce_issued == 350u);
+  CHECK(fixed.layers[0].allreduce_issued == 350u + 1600u);
+  // in flight: nothing is in flight before 250, so l2's weight gradient takes 100 and its
+  // all-reduce goes at 250; l1's weight gradient runs at half rate until that all-reduce is done
+  // D cycles later (D < 1600), then at full rate: 250 + D + (1 - D / 1600) x 800 = 1050 + D / 2
+  CHECK(held.layers[1].allreduce_issued == 250u);
+  const Cycles d = held.layers[1].allreduce_done - 250;
+  REQUIRE(d < 1600u);
+  CHECK(held.layers[0].allreduce_issued == static_cast<Cycles>(std::ceil(1050 + d / 2.0)));
+  // iteration 2 (forwards 150) issues its all-reduces too: l2's weight gradient 100 with nothing
+  // in flight, l1's again 800 + D / 2 beside l2's all-reduce on an idle network, its input
+  // gradient 300 (by FLOPs, whatever is in flight)
+  CHECK(held.compute_cycles == 150u + 100u + static_cast<Cycles>(std::ceil(800 + d / 2.0)) + 300u);
+  CHECK(fixed.compute_cycles == 150u + 200u + 1900u);
+  CHECK_THROWS_WITH(sim::parse_share_hold("lent"), Contains("expected static or in-flight"));
+}
