@@ -74,12 +74,17 @@ class Random {
   // Cycles until the next success of a Bernoulli(p) trial per cycle (0: this cycle).
   Cycles gap(double p) {
     if (p >= 1) return 0;
+    if (p != gap_p_) {  // one rate per run: its logarithm once
+      gap_p_ = p;
+      gap_log_ = std::log1p(-p);
+    }
     const double u = 1.0 - real();  // (0, 1]
-    return static_cast<Cycles>(std::floor(std::log(u) / std::log1p(-p)));
+    return static_cast<Cycles>(std::floor(std::log(u) / gap_log_));
   }
 
  private:
   std::mt19937_64 gen_;
+  double gap_p_ = -1, gap_log_ = 0;
 };
 
 class Driver : public TransportListener {
