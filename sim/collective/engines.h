@@ -12,9 +12,10 @@
 //   away is relayed through the memory of every chip on its route.
 // - ace: the ACE engine beside the AFI. Its SRAM is split into a partition per phase and a
 //   terminal one (each in proportion to the phase's bandwidth times its initial chunk); FSMs
-//   are shared out among the phases and take chunks in order; a chunk enters a phase when the
-//   FSM it belongs to is free and the partition has room for it (both at once), and leaves the
-//   room of the phase before. The TX DMA reads a chunk from memory when it enters the first
+//   are shared out among the phases and take chunks in one order on every chip (LIFO: the
+//   collective issued last first; or FIFO); a chunk enters a phase when the FSM it belongs to
+//   is free and the partition has room for it (both at once), and leaves the room of the phase
+//   before. The TX DMA reads a chunk from memory when it enters the first
 //   phase, the ALUs add what arrives, and the RX DMA writes the chunk back from the terminal
 //   partition: N read and N written per chip whatever the algorithm.
 //

@@ -157,6 +157,17 @@ TrainProgram training_program(const LayerTable& table, const TrainSpec& spec, co
   return p;
 }
 
+// The second iteration's compute with all of the NPU.
+Cycles second_iteration_alone(const TrainProgram& prog) {
+  Cycles sum = 0;
+  bool second = false;
+  for (const TrainStep& s : prog.steps) {
+    if (s.kind == TrainStep::EndOfIteration1) second = true;
+    if (second && s.kind == TrainStep::Compute) sum += s.full;
+  }
+  return sum;
+}
+
 // Runs the steps: compute advances the NPU's clock; an issue starts the collective on every
 // chip at that cycle (after the network has run up to it); a wait runs the network until every
 // chip's part is done.
@@ -166,14 +177,7 @@ void run_program(const Config& cfg, const std::string& engine, ShareHold hold, c
   for (const CollectiveSpec& s : prog.collectives) issued.emplace_back(s, 0);
   const CollectivePlan plan = plan_collectives(cfg, engine, issued);
   if (plan.collectives == 0) {  // nothing to communicate: compute only (with all of the NPU when shares are held in flight)
-    if (hold == ShareHold::InFlight) {
-      r.compute_cycles = 0;
-      bool second = false;
-      for (const TrainStep& s : prog.steps) {
-        if (s.kind == TrainStep::EndOfIteration1) second = true;
-        if (second && s.kind == TrainStep::Compute) r.compute_cycles += s.full;
-      }
-    }
+    if (hold == ShareHold::InFlight) r.compute_cycles = second_iteration_alone(prog);
     r.iteration_cycles = r.compute_cycles;
     return;
   }

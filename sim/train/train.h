@@ -7,7 +7,8 @@
 // the memory bandwidth left to compute. Each layer's gradient is all-reduced (hierarchical, on
 // the collective engine the configuration names) from the cycle its weight gradient is done;
 // the layer's forward pass of the next iteration waits for it. Five configurations split the
-// NPU between compute and communication as the paper's Table VI does. docs/train.md.
+// NPU between compute and communication as the paper's Table VI does, for the whole iteration
+// or only while a collective is in flight (ShareHold). docs/train.md.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -155,5 +155,12 @@ TEST_CASE("training: shares held only while collectives are in flight", "[train]
   // gradient 300 (by FLOPs, whatever is in flight)
   CHECK(held.compute_cycles == 150u + 100u + static_cast<Cycles>(std::ceil(800 + d / 2.0)) + 300u);
   CHECK(fixed.compute_cycles == 150u + 200u + 1900u);
+  // nothing to communicate: all of the NPU throughout, 150 + 100 + 800 + 300
+  Json quiet = t;
+  quiet["layers"][0]["parameters"] = 0;
+  quiet["layers"][1]["parameters"] = 0;
+  const auto alone = sim::run_training(c, sim::parse_layer_table(quiet, "table"), s);
+  CHECK(alone.compute_cycles == 1350u);
+  CHECK(alone.iteration_cycles == 1350u);
   CHECK_THROWS_WITH(sim::parse_share_hold("lent"), Contains("expected static or in-flight"));
 }
