@@ -187,7 +187,9 @@ TEST_CASE("collectives issued at different cycles share one network", "[collecti
 }
 
 TEST_CASE("ACE runs an all-to-all beside a hierarchical all-reduce: the all-to-all uses the first phase's FSMs and room", "[collective][engines]") {
+  // FIFO: the all-reduce, issued first, goes first (LIFO below)
   Json cfg = engines_system(Json::array({ring("ring", 4)[0], ring("ring", 4)[0]}));
+  cfg["system"]["ace"]["admission"] = "fifo";
   const sim::Config c = test::config(cfg);
   sim::CollectiveSpec ar, a2a;
   ar.op = sim::CollectiveOp::AllReduce;
@@ -213,6 +215,16 @@ TEST_CASE("ACE runs an all-to-all beside a hierarchical all-reduce: the all-to-a
   // (four phases): completions out of order across FSMs
   CHECK(both.totals.chunks_out_of_order > 0u);
   CHECK(ar_alone.totals.chunks_out_of_order == 0u);
+  // LIFO: the all-to-all, issued last, goes first and is done long before the all-reduce, which
+  // finishes later than under FIFO (sharing is not free: either order can end past the sum of
+  // the two alone, here LIFO's)
+  cfg["system"]["ace"]["admission"] = "lifo";
+  const auto lifo = sim::run_collectives(test::config(cfg), "ace", {{ar, 0}, {a2a, 0}});
+  CHECK(lifo.done[1] < both.done[1]);
+  CHECK(lifo.done[1] < lifo.done[0]);
+  CHECK(lifo.done[0] > both.done[0]);
+  CHECK(lifo.done[1] < ar_alone.done[0]);
+  for (std::uint32_t chip = 0; chip < 16; ++chip) CHECK(lifo.totals.memory_read_bytes[chip] == (256u + 64u) << 10);
 }
 
 TEST_CASE("ACE admits the collective issued last first (LIFO), or the first (FIFO), by hand", "[collective][engines]") {
