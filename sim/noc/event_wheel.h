@@ -5,8 +5,8 @@
 // engine stays deterministic. Buckets keep their capacity: in steady state nothing is allocated.
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <cstdint>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -24,7 +24,7 @@ template <typename T>
 class RadixQueue {
  public:
   bool empty() const { return size_ == 0; }
-  void push(Cycles t, const T& v) {
+  void push(Cycles t, const T& v) {  // t >= the last key popped (EventWheel keeps it so)
     buckets_[bucket(t)].push_back({t, v});
     ++size_;
     if (t < min_) min_ = t;  // exact while min_known_ (else min() finds it again)
@@ -95,7 +95,8 @@ class EventWheel {
 
   // `t` must not be before the last cycle popped.
   void push(Cycles t, const Event& e) {
-    assert(t >= now_);
+    // the slot of an earlier cycle is a later cycle's: never store it silently (a cheap branch)
+    if (t < now_) throw std::logic_error("EventWheel: an event before the last cycle taken");
     ++size_;
     if (t < now_ + kSlots) {
       const std::size_t s = t & (kSlots - 1);

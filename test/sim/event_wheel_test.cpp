@@ -29,6 +29,7 @@ TEST_CASE("event wheel: cycle order, push order within a cycle, far events", "[n
   }
   const std::vector<std::pair<Cycles, int>> want = {{3, 2}, {3, 4}, {1023, 3}, {1024, 5}, {5000, 1}, {5000, 6}};
   CHECK(out == want);
+  CHECK_THROWS_AS(w.push(4999, 9), std::logic_error);  // before the last cycle taken
   w.clear();
   CHECK(w.empty());
   w.push(7, 8);
