@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <numeric>
 #include <queue>
 
 #include "sim/common/error.h"
@@ -305,7 +306,12 @@ class AceEngine : public Engine {
     done_.assign(chips_ * chunks, false);
     lowest_open_.assign(chips_, 0);
     terminal_queue_.resize(chips_);
-    if (lifo_) index_collectives();
+    if (lifo_) {
+      index_collectives();
+    } else {  // FIFO: the chunk numbers
+      order_.resize(plan.chunks);
+      std::iota(order_.begin(), order_.end(), 0u);
+    }
     index_groups();
     // a chip's part of a collective is done when each of the collective's chunks is done there
     std::fill(remaining_.begin(), remaining_.end(), 0);
@@ -494,7 +500,7 @@ class AceEngine : public Engine {
   void admit(std::uint32_t chip, std::uint32_t k, Cycles t) {
     for (;;) {
       bool fresh = false;  // LIFO: a chunk not yet in the order, which joins it if it goes
-      const std::uint32_t c = lifo_ ? next_lifo(chip, k, t, fresh) : next_fifo(chip, k, t);
+      const std::uint32_t c = next_chunk(chip, k, t, fresh);
       if (c == kNone || !take(chip, k, c, t)) return;
       if (fresh) {
         order_.push_back(c);
@@ -502,18 +508,12 @@ class AceEngine : public Engine {
       }
     }
   }
-  std::uint32_t next_fifo(std::uint32_t chip, std::uint32_t k, Cycles t) {
-    std::uint32_t& next = next_[chip * phases_ + k];
-    while (next < plan_.chunks && phases_of(next) <= k) ++next;  // chunks that never enter phase k
-    const std::uint32_t c = next;
-    if (c >= plan_.chunks || finished_phases_[at(chip, c)] != k || issued_at(c, chip) > t) return kNone;
-    return c;
-  }
-  std::uint32_t next_lifo(std::uint32_t chip, std::uint32_t k, Cycles t, bool& fresh) {
-    std::uint32_t& pos = next_[chip * phases_ + k];  // into order_
-    while (pos < order_.size() && phases_of(order_[pos]) <= k) ++pos;
+  // The chip's next chunk for phase k in the order, if it may go now (kNone if not).
+  std::uint32_t next_chunk(std::uint32_t chip, std::uint32_t k, Cycles t, bool& fresh) {
+    std::uint32_t& pos = next_[chip * phases_ + k];
+    while (pos < order_.size() && phases_of(order_[pos]) <= k) ++pos;  // chunks that never enter phase k
     if (pos == order_.size()) {
-      if (k != 0) return kNone;
+      if (!lifo_ || k != 0) return kNone;
       fresh = true;
       return newest_unordered(chip);  // issued here by now, and in no phase yet
     }
@@ -593,8 +593,9 @@ class AceEngine : public Engine {
 
   std::uint32_t phases_, fsms_ = 0;
   bool lifo_;
-  // LIFO: the admission order (chunks), per collective one past its last chunk and its first
-  // chunk not yet in the order, per chip the collectives it issued (in issue order)
+  // The admission order (chunks; FIFO: all of them, by number; LIFO: grown as chunks first go)
+  // and, for LIFO, per collective one past its last chunk and its first chunk not yet in the
+  // order, per chip the collectives it issued (in issue order)
   std::vector<std::uint32_t> order_, coll_end_, unordered_;
   std::vector<std::vector<std::uint32_t>> issued_order_;
   std::vector<std::int64_t> partition_;  // per phase, then the terminal partition
@@ -602,7 +603,7 @@ class AceEngine : public Engine {
   std::vector<RateServer> read_, write_, alus_;
   std::vector<std::int64_t> free_;          // per chip and partition
   std::vector<std::uint32_t> fsm_chunk_;    // per chip and FSM: its chunk, or kNone
-  std::vector<std::uint32_t> next_;         // per chip and phase: the next chunk to admit (LIFO: its place in order_)
+  std::vector<std::uint32_t> next_;         // per chip and phase: the place in order_ of the next chunk to admit
   std::vector<std::uint8_t> finished_phases_, active_;  // per chip and chunk
   std::vector<Cycles> eligible_at_;         // per chip and chunk: since when it may enter its next partition
   std::vector<bool> done_;

@@ -75,28 +75,21 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   Message& msg = messages_[m];
   msg.id = message;
   msg.src = src;
-  Bytes pb = 0;
   msg.route_slot = src >= cores_ ? cached_route(src, dst) : kNil;
+  const Route* r = nullptr;
   if (msg.route_slot != kNil) {
-    CachedRoute& r = routes_[msg.route_slot];
-    ++r.users;
-    msg.route = r.hops.data();
-    msg.hops = static_cast<std::uint32_t>(r.hops.size());
-    msg.coupled = r.coupled;
-    pb = r.packet_bytes;
+    ++routes_[msg.route_slot].users;
+    r = &routes_[msg.route_slot];
   } else if (!pair_routes_.empty() && src < cores_ && dst < cores_) {
-    const PairRoute& r = pair_route(src, dst);
-    msg.route = r.hops.data();
-    msg.hops = static_cast<std::uint32_t>(r.hops.size());
-    msg.coupled = r.coupled;
-    pb = r.packet_bytes;
-  } else {
-    msg.own_route.clear();
-    msg.coupled = topo_.route(src, dst, msg.own_route);
-    msg.route = msg.own_route.data();
-    msg.hops = static_cast<std::uint32_t>(msg.own_route.size());
-    pb = topo_.packet_bytes(src, dst);
+    r = &pair_route(src, dst);
+  } else {  // its own copy
+    fill(msg.own_route, src, dst);
+    r = &msg.own_route;
   }
+  msg.route = r->hops.data();
+  msg.hops = static_cast<std::uint32_t>(r->hops.size());
+  msg.coupled = r->coupled;
+  const Bytes pb = r->packet_bytes;
   msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
   msg.unsent = bytes;
   msg.outstanding = 0;
@@ -106,6 +99,12 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   wheel_.push(when, {m, Kind::Inject});
 }
 
+void PacketNetwork::fill(Route& r, std::uint32_t src, std::uint32_t dst) const {
+  r.hops.clear();
+  r.coupled = topo_.route(src, dst, r.hops);
+  r.packet_bytes = topo_.packet_bytes(src, dst);
+}
+
 std::uint32_t PacketNetwork::cached_route(std::uint32_t src, std::uint32_t dst) {
   const std::uint64_t key = std::uint64_t{src} << 32 | dst;
   const auto slot = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 52);  // the top 12 bits: 4096 slots
@@ -113,19 +112,15 @@ std::uint32_t PacketNetwork::cached_route(std::uint32_t src, std::uint32_t dst) 
   if (e.key == key) return slot;
   if (e.users > 0) return kNil;
   e.key = ~std::uint64_t{0};  // not valid until the route is whole (route() may throw)
-  e.hops.clear();
-  e.coupled = topo_.route(src, dst, e.hops);
-  e.packet_bytes = topo_.packet_bytes(src, dst);
+  fill(e, src, dst);
   e.key = key;
   return slot;
 }
 
-const PacketNetwork::PairRoute& PacketNetwork::pair_route(std::uint32_t src, std::uint32_t dst) {
+const PacketNetwork::Route& PacketNetwork::pair_route(std::uint32_t src, std::uint32_t dst) {
   PairRoute& e = pair_routes_[std::size_t{src} * cores_ + dst];
   if (!e.known) {
-    e.hops.clear();
-    e.coupled = topo_.route(src, dst, e.hops);  // may throw: the entry stays unknown
-    e.packet_bytes = topo_.packet_bytes(src, dst);
+    fill(e, src, dst);  // may throw: the entry stays unknown
     e.known = true;
   }
   return e;

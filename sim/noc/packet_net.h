@@ -157,6 +157,12 @@ class PacketNetwork : public Transport {
     // channel): a packet leaving into a slower channel (a core's ejection port) holds it no longer.
     double read_bytes_per_cycle = 0;
   };
+  // A route worked out once and shared by the messages that point into its hops.
+  struct Route {
+    bool coupled = false;
+    Bytes packet_bytes = 0;
+    std::vector<Hop> hops;
+  };
   struct Message {
     std::uint64_t id = 0;
     std::uint32_t src = 0;
@@ -167,10 +173,10 @@ class PacketNetwork : public Transport {
     bool coupled = false;
     std::uint64_t order = 0;    // injection order
     std::uint32_t next = kNil;  // source queue
-    const Hop* route = nullptr;  // its hops: `own_route`, a core pair's `pair_routes_` entry or a `routes_` slot
+    const Hop* route = nullptr;  // its hops: `own_route`'s, a `pair_routes_` entry's or a `routes_` slot's
     std::uint32_t hops = 0;
     std::uint32_t route_slot = kNil;  // the `routes_` slot it uses
-    std::vector<Hop> own_route;
+    Route own_route;
   };
   struct Packet {
     std::uint32_t msg;
@@ -192,18 +198,17 @@ class PacketNetwork : public Transport {
     Kind kind;
   };
 
+  // Works out r for (src, dst); throws as NetTopology::route does.
+  void fill(Route& r, std::uint32_t src, std::uint32_t dst) const;
   // Recently used routes from AFIs, direct-mapped by (src, dst): a collective's rings repeat
   // their pairs, and a route across chips is a walk over the dimensions. A fixed size, so a run
   // with millions of pairs holds no more than this. Messages point into an entry and count
   // themselves as its users; an entry with users is not replaced (a message whose slot is taken
   // by another pair keeps its own copy). Cores' routes are not cached here: a core talks to many
   // peers (a re-layout to most of its chip), and its routes are short to work out.
-  struct CachedRoute {
+  struct CachedRoute : Route {
     std::uint64_t key = ~std::uint64_t{0};
-    bool coupled = false;
-    Bytes packet_bytes = 0;
     std::uint32_t users = 0;  // live messages pointing at `hops`
-    std::vector<Hop> hops;
   };
   static constexpr std::size_t kRouteCacheSlots = 4096;
   // The slot holding the route from src to dst, or kNil when the pair's slot is in use by another.
@@ -211,12 +216,10 @@ class PacketNetwork : public Transport {
   // On a small system (at most kPairRouteCores cores) every pair of cores has its route worked
   // out once and kept, and its messages point at it: a chip of 64 cores keeps 4032 routes.
   static constexpr std::uint32_t kPairRouteCores = 256;
-  struct PairRoute {
-    bool known = false, coupled = false;
-    Bytes packet_bytes = 0;
-    std::vector<Hop> hops;  // never changes once known: messages point into it
+  struct PairRoute : Route {
+    bool known = false;  // then never changes: messages point into it
   };
-  const PairRoute& pair_route(std::uint32_t src, std::uint32_t dst);
+  const Route& pair_route(std::uint32_t src, std::uint32_t dst);
 
   void process_cycle(Cycles t);
   void start_message(std::uint32_t m, Cycles t);
