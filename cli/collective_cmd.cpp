@@ -42,6 +42,8 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
                                                     "AFI port buffers smaller than two packets grow to two. A packet "
                                                     "as large as a message simulates at message granularity")
       ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--model", a.model, "level of detail of the chip links and AFIs, overriding system.model: packet "
+                                      "(virtual cut-through, fast) or flit (wormhole, virtual channels, credits)");
   cmd->add_option("--out", a.out, "results JSON");
 }
 
@@ -75,12 +77,28 @@ void override_parts(sim::Config& cfg, const CollectiveArgs& a) {
     };
     grow(s.buffer_bytes, "system.buffer_bytes");
     if (s.afi) grow(s.afi->port_buffer_bytes, "system.afi.port_buffer_bytes");
+    if (s.model == sim::NocModel::Flit && s.flit_bytes > s.packet_bytes)
+      throw Error(fmt::format("--packet-bytes {}: smaller than a flit (system.flit_bytes = {})", s.packet_bytes,
+                              s.flit_bytes));
   }
+}
+
+// The config with system.model set to `model` (when given) before it is checked.
+sim::Config load_at_level(const std::string& path, const std::string& model) {
+  Json j = read_json_file(path);
+  if (!model.empty()) {
+    if (model != "packet" && model != "flit")
+      throw Error(fmt::format("--model: unknown model \"{}\" (expected packet or flit)", model));
+    if (!j.contains("system"))
+      throw Error(fmt::format("--model: config {} has no system section (a system of chips)", path));
+    j["system"]["model"] = model;
+  }
+  return sim::parse_config(j, path);
 }
 }  // namespace
 
 int collective_cmd(const CollectiveArgs& a) {
-  sim::Config cfg = sim::load_config(a.config);
+  sim::Config cfg = load_at_level(a.config, a.model);
   override_parts(cfg, a);
   sim::CollectiveSpec spec;
   spec.op = sim::parse_collective_op(a.op);
@@ -91,13 +109,15 @@ int collective_cmd(const CollectiveArgs& a) {
   spec.chunks_in_flight = a.chunks_in_flight;
   const sim::CollectiveResult r = sim::run_collective(cfg, spec);
   const double us = double(r.cycles) / (cfg.clock_ghz * 1e3);
-  fmt::print("{} of {} bytes on {} ({} chips), {} algorithm, {} engine, chunks of {} bytes, {}\n", a.op, a.bytes,
-             cfg.name, cfg.system.chips, a.algorithm, a.engine,
+  const bool flit = cfg.system.model == sim::NocModel::Flit;
+  fmt::print("{} of {} bytes on {} ({} chips, {} level), {} algorithm, {} engine, chunks of {} bytes, {}\n", a.op,
+             a.bytes, cfg.name, cfg.system.chips, flit ? "flit" : "packet", a.algorithm, a.engine,
              spec.chunk_bytes ? std::min<std::uint64_t>(spec.chunk_bytes, a.bytes) : a.bytes,
              a.engine == "ace"    ? std::string("as many in flight as ACE's FSMs and SRAM admit")
              : a.chunks_in_flight ? fmt::format("{} in flight", a.chunks_in_flight)
                                   : std::string("all in flight"));
-  fmt::print("time {} cycles = {:.3f} us; {} messages\n", r.cycles, us, r.messages);
+  fmt::print("time {} cycles = {:.3f} us; {} messages, {} {}-hops\n", r.cycles, us, r.messages, r.packet_hops,
+             flit ? "flit" : "packet");
   fmt::print("algorithm bandwidth {:.2f} GB/s, bus bandwidth {:.2f} GB/s, injected per chip {:.2f} GB/s\n",
              r.algorithm_gb_per_s, r.bus_gb_per_s, r.injected_gb_per_s);
   const auto [lo, hi] = std::minmax_element(r.sent_bytes.begin(), r.sent_bytes.end());

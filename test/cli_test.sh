@@ -89,6 +89,12 @@ check "simulate runs a program's collective items on the ACE engine" "[ $? -eq 0
 "$tessera" simulate --config "$src/configs/ace-torus-16.json" --program "$src/workloads/programs/collective-overlap.json" \
   --collective-engine magic >"$tmp/out" 2>"$tmp/err"
 check "simulate: an unknown collective engine is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'collective-engine magic: expected ideal, cores or ace' $tmp/err"
+# the flit level of the chip links: the same 2.25 N per chip as flits; an unknown level is an error
+"$tessera" collective --config "$src/configs/ace-torus-16.json" --op allreduce --algorithm hierarchical --bytes 256KiB \
+  --model flit --out "$tmp/collf.json" >"$tmp/out" 2>&1
+check "collective --model flit runs the chip links at flit level" "[ $? -eq 0 ] && grep -q 'flit level' $tmp/out && grep -q '\"network_model\": \"flit\"' $tmp/collf.json"
+"$tessera" collective --config "$src/configs/ace-torus-16.json" --bytes 1MiB --model phit >"$tmp/out" 2>"$tmp/err"
+check "collective: an unknown --model is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'model: unknown model \"phit\"' $tmp/err"
 "$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine magic >"$tmp/out" 2>"$tmp/err"
 check "collective: an unknown engine is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'engine magic: unknown engine' $tmp/err"
 "$tessera" train --config "$src/configs/ace-torus-16.json" --layers "$src/workloads/train/resnet-50-b8.json" --mode ideal \

@@ -6,7 +6,7 @@
 
 #include "sim/common/error.h"
 #include "sim/collective/engines.h"
-#include "sim/noc/packet_net.h"
+#include "sim/noc/flit_net.h"
 
 namespace tessera::sim {
 
@@ -337,7 +337,7 @@ void require_afi(const Config& cfg) {
                             "(docs/config.md)", cfg.name));
 }
 // Link use of the chip links and switch ports over `cycles`.
-void link_use(PacketNetwork& net, Cycles cycles, CollectiveResult& r) {
+void link_use(Transport& net, Cycles cycles, CollectiveResult& r) {
   r.packet_hops = net.hops();
   std::vector<ChannelStats*> stats;
   net.stats(stats);
@@ -351,7 +351,8 @@ void link_use(PacketNetwork& net, Cycles cycles, CollectiveResult& r) {
 std::vector<Cycles> run_plan(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
                              CollectiveResult& r) {
   require_afi(cfg);
-  PacketNetwork net(cfg, nullptr, /*with_cores=*/false);  // the collective sends from the AFIs only
+  const std::unique_ptr<RoutedTransport> links = make_chip_links(cfg);  // the collective sends from the AFIs only
+  RoutedTransport& net = *links;
   std::vector<Cycles> done = run_engine(cfg, engine, plan, net, r);
   r.messages = plan.messages.size();
   link_use(net, r.cycles, r);
@@ -393,7 +394,9 @@ CollectiveResult run_collective(const Config& cfg, const CollectiveSpec& spec) {
 Json collective_json(const Config& cfg, const CollectiveSpec& spec, const CollectiveResult& r) {
   Json links = Json::object();
   for (const auto& [name, u] : r.link_utilization) links[name] = u;
-  return {{"config", cfg.name}, {"chips", cfg.system.chips}, {"op", collective_op_name(spec.op)},
+  return {{"config", cfg.name}, {"chips", cfg.system.chips},
+          {"network_model", cfg.system.model == NocModel::Flit ? "flit" : "packet"},  // packet_hops: flit-hops at flit level
+          {"op", collective_op_name(spec.op)},
           {"algorithm", collective_algorithm_name(spec.algorithm)}, {"engine", spec.engine},
           {"bytes", spec.bytes}, {"chunk_bytes", spec.chunk_bytes}, {"cycles", r.cycles},
           {"seconds", double(r.cycles) / (cfg.clock_ghz * 1e9)}, {"messages", r.messages},

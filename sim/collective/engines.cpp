@@ -46,7 +46,7 @@ class RateServer {
 // message is complete.
 class Engine : public CollectiveEngine {
  public:
-  Engine(const CollectivePlan& plan, PacketNetwork& net, std::uint64_t id_base, std::uint32_t chips)
+  Engine(const CollectivePlan& plan, RoutedTransport& net, std::uint64_t id_base, std::uint32_t chips)
       : plan_(plan), net_(net), id_base_(id_base), chips_(chips) {
     const std::size_t n = plan.messages.size();
     waiting_.resize(n);
@@ -174,7 +174,7 @@ class Engine : public CollectiveEngine {
   virtual void check_more() const {}
 
   const CollectivePlan& plan_;
-  PacketNetwork& net_;
+  RoutedTransport& net_;
   std::uint64_t id_base_;
   std::uint32_t chips_;
   Cycles last_ = 0;
@@ -217,7 +217,7 @@ struct OwnedPlan {
 // The baseline: collective kernels on cores, through memory (see engines.h).
 class CoresEngine : private OwnedPlan, public Engine {
  public:
-  CoresEngine(const Config& cfg, CollectivePlan relayed, PacketNetwork& net, std::uint64_t id_base)
+  CoresEngine(const Config& cfg, CollectivePlan relayed, RoutedTransport& net, std::uint64_t id_base)
       : OwnedPlan{std::move(relayed)}, Engine(owned, net, id_base, cfg.system.chips) {
     const EndpointConfig& e = *cfg.system.endpoint;
     for (std::uint32_t c = 0; c < cfg.system.chips; ++c) {
@@ -282,7 +282,7 @@ class CoresEngine : private OwnedPlan, public Engine {
 // The ACE engine (see engines.h).
 class AceEngine : public Engine {
  public:
-  AceEngine(const Config& cfg, const CollectivePlan& plan, PacketNetwork& net, std::uint64_t id_base)
+  AceEngine(const Config& cfg, const CollectivePlan& plan, RoutedTransport& net, std::uint64_t id_base)
       : Engine(plan, net, id_base, cfg.system.chips), phases_(static_cast<std::uint32_t>(plan.phases.size())),
         lifo_(cfg.system.ace->admission == AceAdmission::Lifo) {
     const AceConfig& ace = *cfg.system.ace;
@@ -652,7 +652,7 @@ CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTop
 }
 
 std::unique_ptr<CollectiveEngine> make_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
-                                              PacketNetwork& net, std::uint64_t id_base) {
+                                              RoutedTransport& net, std::uint64_t id_base) {
   if (engine == "ideal") return std::make_unique<IdealEngine>(plan, net, id_base, cfg.system.chips);
   if (engine != "cores" && engine != "ace")
     throw Error(fmt::format("--engine {}: unknown engine (expected ideal, cores or ace)", engine));
@@ -663,7 +663,7 @@ std::unique_ptr<CollectiveEngine> make_engine(const Config& cfg, const std::stri
 }
 
 std::vector<Cycles> run_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
-                               PacketNetwork& net, CollectiveResult& r) {
+                               RoutedTransport& net, CollectiveResult& r) {
   const std::unique_ptr<CollectiveEngine> e = make_engine(cfg, engine, plan, net, 0);
   net.set_listener(e.get());
   // every chip issues each collective at its release cycle, the collectives in release order

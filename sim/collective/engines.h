@@ -27,7 +27,8 @@
 #include <memory>
 
 #include "sim/collective/collective.h"
-#include "sim/noc/packet_net.h"
+#include "sim/noc/event_wheel.h"
+#include "sim/noc/topology.h"
 
 namespace tessera::sim {
 
@@ -54,14 +55,14 @@ class CollectiveEngine : public TransportListener {
 // The named engine (ideal, cores or ace) for `plan`; throws Error for an unknown engine or a
 // config without the parts it needs.
 std::unique_ptr<CollectiveEngine> make_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
-                                              PacketNetwork& net, std::uint64_t id_base);
+                                              RoutedTransport& net, std::uint64_t id_base);
 
 // Runs `plan` alone on `net` (a fresh network of cfg), every chip issuing each collective at its
 // release cycle; returns the cycle each collective was done, and fills r's cycles (the last of
 // them) and its memory and engine statistics. Throws SimulationError when messages or chunks
 // never finish.
 std::vector<Cycles> run_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
-                               PacketNetwork& net, CollectiveResult& r);
+                               RoutedTransport& net, CollectiveResult& r);
 
 // The plan as the cores engine runs it: every message between chips that are not neighbours
 // becomes a chain of messages between neighbours along its route (same chunk and phase; only

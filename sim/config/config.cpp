@@ -239,6 +239,26 @@ NpuConfig parse_npu(const JsonReader& n) {
   return npu;
 }
 
+// The flit level of the links between chips: every buffer splits its bytes per dateline class
+// evenly over `vcs` virtual channels of whole flits, so each must hold at least one flit.
+void parse_system_flit_fields(const JsonReader& r, SystemConfig& s) {
+  s.model = parse_model(r);
+  s.flit_bytes = r.u64("flit_bytes", s.flit_bytes);
+  require(s.flit_bytes >= 1 && s.flit_bytes <= s.packet_bytes, r, "flit_bytes",
+          fmt::format("expected 1 .. packet_bytes ({}) bytes", s.packet_bytes));
+  s.vcs = static_cast<std::uint32_t>(r.u64("vcs", s.vcs));
+  require(s.vcs >= 1 && s.vcs <= 64, r, "vcs", "expected 1..64 virtual channels per dateline class");
+  if (s.model != NocModel::Flit) return;
+  const auto vc_too_small = [&](Bytes buffer) { return buffer / s.vcs < s.flit_bytes; };
+  require(!vc_too_small(s.buffer_bytes), r, "buffer_bytes",
+          fmt::format("{} bytes over {} virtual channels is less than a flit ({} bytes) each", s.buffer_bytes, s.vcs,
+                      s.flit_bytes));
+  if (s.afi)
+    require(!vc_too_small(s.afi->port_buffer_bytes), r, "afi",
+            fmt::format("afi.port_buffer_bytes ({}) over {} virtual channels is less than a flit ({} bytes) each",
+                        s.afi->port_buffer_bytes, s.vcs, s.flit_bytes));
+}
+
 SystemConfig parse_system(const JsonReader& r) {
   SystemConfig s;
   for (const char* old : {"topology", "link_bytes_per_cycle", "link_latency_cycles"})
@@ -281,10 +301,7 @@ SystemConfig parse_system(const JsonReader& r) {
   if (r.has("endpoint")) s.endpoint = parse_endpoint(r.object("endpoint"));
   if (r.has("ace")) s.ace = parse_ace(r.object("ace"));
   if (r.has("npu")) s.npu = parse_npu(r.object("npu"));
-  if (r.has("model") && r.string("model") != "packet")
-    r.fail("model", fmt::format("unknown model \"{}\" for the links between chips (expected "
-                                "\"packet\"; the flit level is built for a single mesh chip)",
-                                r.string("model")));
+  parse_system_flit_fields(r, s);
   r.reject_unknown_keys();
   return s;
 }

@@ -148,6 +148,10 @@ struct SystemConfig {
   Cycles sync_latency_cycles = 1330;  // barrier over cores of more than one chip
   Bytes packet_bytes = 1024;           // inter-chip packet
   Bytes buffer_bytes = 8192;           // input buffer per inter-chip link
+  // Level of detail of the links between chips and the AFIs (collectives run alone).
+  NocModel model = NocModel::Packet;
+  Bytes flit_bytes = 64;   // flit level: a flit of every channel
+  std::uint32_t vcs = 2;   // flit level: virtual channels per dateline class of every buffer
   std::optional<AfiConfig> afi;
   std::optional<EndpointConfig> endpoint;
   std::optional<AceConfig> ace;

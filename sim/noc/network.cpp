@@ -13,6 +13,10 @@
 namespace tessera::sim {
 
 std::unique_ptr<Transport> make_transport(const Config& cfg, TraceRecorder* trace) {
+  if (cfg.system.model == NocModel::Flit && cfg.system.chips > 1)
+    throw ConfigError(fmt::format("config {}: system.model \"flit\" covers the links between chips for collectives "
+                                  "and pipelines run alone (tessera collective, train, pipeline); programs on cores "
+                                  "run them at packet level (set system.model to \"packet\")", cfg.name));
   if (cfg.chip.mesh && cfg.chip.mesh->model == NocModel::Flit)
     return std::make_unique<FlitMesh>(cfg, trace);
   return std::make_unique<PacketNetwork>(cfg, trace);

@@ -27,7 +27,7 @@ namespace tessera::sim {
 
 class TraceRecorder;
 
-class PacketNetwork : public Transport {
+class PacketNetwork : public RoutedTransport {
  public:
   // `with_cores`: NetTopology's (false: the chip links and AFIs only, for collectives run alone).
   PacketNetwork(const Config& cfg, TraceRecorder* trace = nullptr, bool with_cores = true);
@@ -46,7 +46,7 @@ class PacketNetwork : public Transport {
   bool quiet_at(Cycles t) const override;
   void read_counters(std::vector<std::uint64_t>& out) const override;
   void add_counter(std::size_t i, std::uint64_t delta) override;
-  const NetTopology& topology() const { return topo_; }
+  const NetTopology& topology() const override { return topo_; }
   // Back to cycle 0: idle, empty, statistics zeroed (a replay reuses one engine).
   void reset();
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/config/config.h"
+#include "sim/noc/transport.h"
 
 namespace tessera::sim {
 
@@ -113,6 +114,13 @@ class NetTopology {
   std::vector<std::uint32_t> afi_bus_;   // chip -> its NPU-AFI bus, outbound (inbound = + 1)
   std::vector<std::uint32_t> afi_port_;       // entry of links_ -> port buffer in front of that link
   std::vector<std::uint32_t> afi_port_chip_;  // entry of links_ -> the chip it belongs to
+};
+
+// A network engine over a NetTopology, at packet or flit level: what the collective engines
+// inject into (they address the AFIs through the topology).
+class RoutedTransport : public Transport {
+ public:
+  virtual const NetTopology& topology() const = 0;
 };
 
 }  // namespace tessera::sim

@@ -9,7 +9,7 @@
 
 #include "sim/common/error.h"
 #include "sim/core/compute_model.h"
-#include "sim/noc/packet_net.h"
+#include "sim/noc/flit_net.h"
 
 namespace tessera::sim {
 
@@ -56,7 +56,7 @@ void validate(const Config& cfg, const PipelineProgram& p) {
 class Runner : public TransportListener {
  public:
   // the stages send from the AFIs only: no cores in the network
-  Runner(const Config& cfg, const PipelineProgram& p) : cfg_(cfg), p_(p), net_(cfg, nullptr, false) {
+  Runner(const Config& cfg, const PipelineProgram& p) : cfg_(cfg), p_(p), links_(make_chip_links(cfg)), net_(*links_) {
     const std::size_t n = p.devices.size();
     pc_.assign(n, 0);
     time_.assign(n, 0);
@@ -178,7 +178,8 @@ class Runner : public TransportListener {
   using Entry = std::pair<Cycles, std::uint32_t>;  // (time, device): earliest, then lowest chip
   const Config& cfg_;
   const PipelineProgram& p_;
-  PacketNetwork net_;
+  std::unique_ptr<RoutedTransport> links_;  // the chip links and AFIs at system.model's level
+  RoutedTransport& net_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready_;
   std::vector<std::size_t> pc_;
   std::vector<Cycles> time_;

@@ -9,7 +9,7 @@
 #include "sim/collective/engines.h"
 #include "sim/common/error.h"
 #include "sim/core/compute_model.h"
-#include "sim/noc/packet_net.h"
+#include "sim/noc/flit_net.h"
 
 namespace tessera::sim {
 
@@ -183,7 +183,8 @@ void run_program(const Config& cfg, const std::string& engine, ShareHold hold, c
   }
   if (!cfg.system.afi)
     throw Error(fmt::format("train: config {} has no system.afi (docs/config.md)", cfg.name));
-  PacketNetwork net(cfg, nullptr, /*with_cores=*/false);  // the collectives send from the AFIs only
+  const std::unique_ptr<RoutedTransport> links = make_chip_links(cfg);  // the collectives send from the AFIs only
+  RoutedTransport& net = *links;
   const std::unique_ptr<CollectiveEngine> eng = make_engine(cfg, engine, plan, net, 0);
   net.set_listener(eng.get());
   const std::uint32_t chips = cfg.system.chips;

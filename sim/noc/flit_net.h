@@ -1,0 +1,159 @@
+#pragma once
+// Flit level of the links between chips and the AFIs (`system.model: "flit"`), the reference
+// for the packet level on the same channels, buffers and routes (NetTopology), for collectives
+// run alone: wormhole switching, virtual channels and credit-based flow control, in time order.
+//
+// A flit is system.flit_bytes bytes. A channel of r bytes per cycle carries a flit in flit / r
+// cycles (kept in 1/1024 cycle, so a fast channel carries several flits in one cycle); a flit
+// that starts on it at s can leave the buffer behind it at ceil(s + flit / r) + the channel's
+// latency. Each buffer has, per dateline class, `vcs` virtual channels, each a FIFO of
+// buffer_bytes / vcs bytes in whole flits; a buffer's read port passes a flit per
+// flit / (the rate that fills it) cycles. A packet's head takes a downstream virtual channel of
+// its class that no other packet holds (the one with the most credits, then the lowest); the
+// packet holds it until its tail has crossed, and packets queue one after another in it. A flit
+// crosses when the channel and the read port are free, its flit is there, and the downstream
+// channel has a credit; the credit comes back one cycle after the flit leaves the downstream
+// buffer. Among the virtual channels and sources that can send on a channel in a cycle, the
+// oldest packet goes first (injected at the earliest cycle, then first injected), as at packet
+// level. Sources (the AFI port queues) send their packets in order.
+// docs/hardware-model.md, "Flit level of the chip links".
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/config/config.h"
+#include "sim/noc/event_wheel.h"
+#include "sim/noc/index_pool.h"
+#include "sim/noc/topology.h"
+
+namespace tessera::sim {
+
+class FlitNetwork : public RoutedTransport {
+ public:
+  // The chip links and AFIs only (NetTopology without cores); throws ConfigError when the
+  // config has fewer than two chips or no AFI.
+  explicit FlitNetwork(const Config& cfg);
+
+  void inject(std::uint64_t message, std::uint32_t src, std::uint32_t dst, Bytes bytes,
+              Cycles when) override;
+  void advance(Cycles t) override;
+  Cycles next_event() const override { return wheel_.empty() ? kNever : wheel_.next(); }
+  std::uint64_t in_flight() const override { return live_flits_; }
+  std::string stuck_report() const override;
+  std::uint64_t hops() const override { return hops_; }
+  void stats(std::vector<ChannelStats*>& out) override;
+  void set_listener(TransportListener* l) override { listener_ = l; }
+  const NetTopology& topology() const override { return topo_; }
+
+ private:
+  static constexpr std::int64_t kFrac = 1024;
+  static constexpr std::uint32_t kNil = ~0u;
+  static constexpr std::uint32_t kSink = ~0u - 1;  // a packet's last channel: no buffer behind it
+
+  struct Flit {
+    Cycles eligible;       // when it may leave this buffer
+    std::uint32_t packet;
+    std::uint16_t hop;     // index in the packet's route of the channel it takes next
+    bool head, tail;
+  };
+  struct Vc {
+    std::uint32_t ring = kNil;  // its first slot in flits_ (allocated when first used)
+    std::uint32_t front = 0, count = 0, credits = 0;
+    std::uint32_t out = kNil;   // the downstream VC (or kSink) its front packet holds, kNil before
+    std::uint32_t wants = kNil; // the channel its front flit waits for (kNil: empty)
+    std::uint32_t buffer = 0;
+    bool held = false;          // taken by an upstream packet whose tail has not crossed yet
+  };
+  struct Source {
+    std::uint32_t head = kNil, tail = kNil;  // queue of packets (Packet::next)
+    std::uint32_t sent = 0;                  // flits of the head packet sent
+    std::uint32_t out = kNil;
+    std::uint32_t wants = kNil;
+  };
+  struct Channel {
+    std::int64_t flit_fp = 1, free_fp = 0, busy_fp = 0;
+    Cycles latency = 0;
+    std::vector<std::uint32_t> requests;  // requesters (VC index, or vcs + source) whose front flit wants it
+    Cycles wake = kNever;
+  };
+  struct Buffer {
+    std::uint32_t first_vc = 0, depth = 0;
+    std::int64_t read_fp = 1, read_free_fp = 0;
+    std::vector<std::uint32_t> waiting;  // channels waiting for a credit or a free VC here
+    Cycles reserved_cycle = kNever;      // the read port goes first to `reserved_for` in that cycle
+    std::uint32_t reserved_for = kNil;
+  };
+  struct Route {
+    std::vector<Hop> hops;
+  };
+  struct Packet {
+    std::uint32_t msg, flits, bytes;
+    std::uint32_t next = kNil;
+    Cycles here;        // when its head got to where it waits (its message's injection cycle at the source)
+    std::uint64_t seq;  // order of injection calls
+  };
+  struct Message {
+    std::uint64_t id;
+    const Route* route;
+    std::uint32_t src, outstanding;
+    Cycles arrival;
+    std::uint64_t order;
+    std::uint32_t first = kNil, last = kNil;  // its packets, chained by Packet::next
+  };
+  enum class Kind : std::uint8_t { Inject, Credit, Try };
+  struct Event {
+    Kind kind;
+    std::uint32_t a;  // Inject: message; Credit: VC; Try: channel
+  };
+  // Why a requester cannot cross now: it can at a later cycle, or it waits for a buffer.
+  struct Blocked {
+    Cycles retry = kNever;
+    std::uint32_t buffer = kNil;
+  };
+
+  void cycle(Cycles t);
+  void start_message(std::uint32_t m, Cycles t);
+  void try_channel(std::uint32_t c, Cycles t);
+  // True when requester r can send a flit on channel c in cycle t; else says why in `b`.
+  bool ready(std::uint32_t r, std::uint32_t c, Cycles t, Blocked& b, std::uint32_t& packet);
+  // Oldest first: injected at an earlier cycle, then injected first.
+  bool older(std::uint32_t a, std::uint32_t b) const {
+    const Packet &x = packets_[a], &y = packets_[b];
+    return x.here != y.here ? x.here < y.here : x.seq < y.seq;
+  }
+  // The downstream VC a head flit at hop `hop` of `route` may take, kSink, or kNil (none free).
+  std::uint32_t pick_vc(const Hop& hop) const;
+  void cross(std::uint32_t r, std::uint32_t c, Cycles t);
+  void deliver(const Flit& f, Cycles when);
+  void set_wants(std::uint32_t r, std::uint32_t channel, Cycles at);
+  void schedule(std::uint32_t c, Cycles at);
+  void wake_waiting(std::uint32_t buffer, Cycles at);
+  Flit& front(Vc& v) { return flits_[v.ring + v.front]; }
+  const Route& route_of(std::uint32_t src, std::uint32_t dst);
+
+  NetTopology topo_;
+  Bytes flit_bytes_, packet_bytes_;
+  std::uint32_t vcs_;  // per class
+  TransportListener* listener_ = nullptr;
+  std::vector<Channel> channels_;
+  std::vector<ChannelStats> stats_;
+  std::vector<Buffer> buffers_;
+  std::vector<Vc> vcs_state_;
+  std::vector<Source> sources_;
+  std::vector<Flit> flits_;
+  std::unordered_map<std::uint64_t, Route> routes_;  // (src, dst) -> route; nodes stay put
+  IndexPool<Packet> packets_;
+  IndexPool<Message> messages_;
+  EventWheel<Event> wheel_;
+  std::vector<Event> now_;
+  std::vector<std::uint32_t> injects_;
+  std::uint64_t order_ = 0, packet_seq_ = 0, hops_ = 0, live_flits_ = 0;
+};
+
+// The links between chips and the AFIs, without the cores (collectives run alone), at the level
+// of detail of system.model: PacketNetwork or FlitNetwork.
+std::unique_ptr<RoutedTransport> make_chip_links(const Config& cfg);
+
+}  // namespace tessera::sim
