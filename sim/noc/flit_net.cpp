@@ -256,7 +256,7 @@ void FlitNetwork::cross(std::uint32_t r, std::uint32_t c, Cycles t) {
     Vc& v = vcs_state_[r];
     Buffer& buf = buffers_[v.buffer];
     start = std::max(start, buf.read_free_fp);
-    buf.read_free_fp = start + buf.read_fp;
+    buf.read_free_fp = start + std::min(buf.read_fp, ch.flit_fp);  // the faster of fill and channel, as at packet level
     f = front(v);
     v.front = v.front + 1 == buf.depth ? 0 : v.front + 1;
     --v.count;

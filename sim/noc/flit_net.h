@@ -7,8 +7,8 @@
 // cycles (kept in 1/1024 cycle, so a fast channel carries several flits in one cycle); a flit
 // that starts on it at s can leave the buffer behind it at ceil(s + flit / r) + the channel's
 // latency. Each buffer has, per dateline class, `vcs` virtual channels, each a FIFO of
-// buffer_bytes / vcs bytes in whole flits; a buffer's read port passes a flit per
-// flit / (the rate that fills it) cycles. A packet's head takes a downstream virtual channel of
+// buffer_bytes / vcs bytes in whole flits; a buffer's read port passes a flit in the time of
+// the faster of the rate that fills it and the channel the flit leaves by (as at packet level). A packet's head takes a downstream virtual channel of
 // its class that no other packet holds (the one with the most credits, then the lowest); the
 // packet holds it until its tail has crossed, and packets queue one after another in it. A flit
 // crosses when the channel and the read port are free, its flit is there, and the downstream

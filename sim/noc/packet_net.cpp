@@ -22,6 +22,7 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
     Channel ch;
     ch.bytes_per_cycle = s.bytes_per_cycle;
     ch.latency = s.latency_cycles;
+    ch.min_fp = s.whole_cycles ? kFrac : 0;
     channels_.push_back(std::move(ch));
     stats_.emplace_back();
     stats_.back().name = s.name;
@@ -232,7 +233,7 @@ void PacketNetwork::wait_at(std::uint32_t p, Cycles ready) {
   // message holding it has gone
   const Channel& ch = channels_[c];
   if (ch.held) return;
-  const Cycles free = ceil_fp(ch.free_fp, kFrac);
+  const Cycles free = free_cycle(ch, ch.free_fp);
   if (free <= ready) mark(c);
   else wake_channel(c, free);
 }
@@ -296,7 +297,11 @@ bool PacketNetwork::fits(const Packet& pk, Cycles t) {
 void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
   const std::int64_t t_fp = static_cast<std::int64_t>(t) * kFrac;  // ceil(x / kFrac) <= t: x <= t_fp
-  while (!ch.held && ch.free_fp <= t_fp && !ch.waiting.empty()) {
+  // a chip link or AFI bus that frees within cycle t takes its next packet there, mid-cycle (one
+  // faster than a packet a cycle carries more than one a cycle); a mesh or exchange channel
+  // looks again at the first whole cycle it is free
+  const std::int64_t last_fp = ch.min_fp ? t_fp : t_fp + kFrac - 1;
+  while (!ch.held && ch.free_fp <= last_fp && !ch.waiting.empty()) {
     const Waiting w = ch.waiting.front();
     ch.waiting.pop_front();
     Packet& pk = packets_[w.packet];
@@ -324,13 +329,13 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
     }
     grant(w.packet, w.ready, c, t);
   }
-  if (!ch.held && !ch.waiting.empty()) wake_channel(c, ceil_fp(ch.free_fp, kFrac));
+  if (!ch.held && !ch.waiting.empty()) wake_channel(c, free_cycle(ch, ch.free_fp));
 }
 
 bool PacketNetwork::readable(const Packet& pk, Cycles t) const {
   if (pk.hop == 0) return true;
   const std::uint32_t b = pk.route[pk.hop - 1].buffer;
-  return b == kNoBuffer || buffers_[b].read_free_fp <= static_cast<std::int64_t>(t) * kFrac;
+  return b == kNoBuffer || free_cycle(channels_[pk.route[pk.hop].channel], buffers_[b].read_free_fp) <= t;
 }
 
 PacketNetwork::Parked& PacketNetwork::parked(std::uint32_t b, std::uint32_t c) {
@@ -356,7 +361,7 @@ void PacketNetwork::park_for_read(std::uint32_t c, const Waiting& w) {
   const std::uint32_t b = pk.route[pk.hop - 1].buffer;
   Buffer& buf = buffers_[b];
   buf.parked_for_read.push_back({c, w});
-  const Cycles at = ceil_fp(buf.read_free_fp, kFrac);
+  const Cycles at = free_cycle(channels_[c], buf.read_free_fp);
   if (buf.read_wake_at > at) {
     buf.read_wake_at = at;
     wheel_.push(at, {b, Kind::ReadFree});
@@ -430,10 +435,12 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
                                           from ? from->read_free_fp : std::int64_t{0}});
   const std::int64_t start_fp = earliest > now_fp - kFrac ? earliest : now_fp;
   const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
-  // At least a cycle on the wire, counted from its start: a start carried back into the last
-  // cycle must not stretch the transmission to the end of this one (that made a 256-byte packet
-  // take 1.5 cycles on a 200 B/cycle link).
-  const std::int64_t end_fp = start_fp + std::max<std::int64_t>(dur_fp, kFrac);
+  // Its time on the wire, counted from its start (a start carried back into the last cycle must
+  // not stretch the transmission to the end of this one: that made a 256-byte packet take 1.5
+  // cycles on a 200 B/cycle link), at least a cycle on a mesh or exchange channel (a flit a
+  // cycle); on a chip link or AFI bus a packet shorter than a cycle leaves the rest of the cycle
+  // to the next (a one-cycle floor held a 401 B/cycle AFI bus to 256 B/cycle).
+  const std::int64_t end_fp = start_fp + std::max(dur_fp, ch.min_fp);
   ch.free_fp = end_fp;
   if (from) {
     from->read_free_fp = std::max(start_fp + read_fp(ch, *from, pk.bytes), now_fp + 1);
@@ -452,10 +459,10 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   const std::uint64_t id = msg.id;
   if (pk.hop + 1 < pk.hops) {
     // The head reaches the next channel after this one's latency, but takes it no earlier than
-    // the next channel could stream the packet without waiting for its tail. Both sides are as
-    // long as they are on the wire: the tail leaves at start + duration (`end_fp` is later for a
-    // packet shorter than a cycle), and the next channel holds the packet at least a cycle.
-    // Counting otherwise made fewer bytes, or a faster next link, arrive a cycle later.
+    // the next channel could stream the packet without waiting for its tail. The tail leaves at
+    // start + duration; the next channel is counted as holding the packet at least a cycle
+    // (heads move at whole cycles: a shorter hold would round a head a cycle later). Counting
+    // otherwise made fewer bytes, or a faster next link, arrive a cycle later.
     Channel& next = channels_[pk.route[pk.hop + 1].channel];
     const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
     const std::int64_t tail_fp = start_fp + dur_fp;

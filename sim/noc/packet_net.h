@@ -122,6 +122,7 @@ class PacketNetwork : public RoutedTransport {
     double read_memo_rate = 0;
     std::int64_t read_memo_fp = 0;
     Cycles latency;
+    std::int64_t min_fp = 0;   // least time a packet holds it (a cycle for a mesh or exchange channel)
     std::int64_t free_fp = 0;  // end of its last transmission
     bool held = false;         // an exchange message holds this send port, waiting for its receiver
     bool dirty = false;
@@ -227,6 +228,12 @@ class PacketNetwork : public RoutedTransport {
   void wait_at(std::uint32_t packet, Cycles ready);
   void mark(std::uint32_t channel);
   void try_grant(std::uint32_t channel, Cycles t);
+  // The first cycle in which channel ch can start a packet on something free at `fp`: the cycle
+  // it frees in for a chip link or AFI bus (a start mid-cycle), the next whole cycle for a mesh
+  // or exchange channel.
+  static Cycles free_cycle(const Channel& ch, std::int64_t fp) {
+    return static_cast<Cycles>(ch.min_fp ? (fp + kFrac - 1) / kFrac : fp / kFrac);
+  }
   bool fits(const Packet& p, Cycles t);
   void settle(Buffer& b, Cycles t);
   void release(std::uint32_t buffer, const Release& r);

@@ -24,8 +24,8 @@ NetTopology::NetTopology(const Config& cfg, bool with_cores)
   if (cfg.system.afi) build_afi();
 }
 
-std::uint32_t NetTopology::add_channel(std::string name, double rate, Cycles latency) {
-  channels_.push_back({std::move(name), rate, latency});
+std::uint32_t NetTopology::add_channel(std::string name, double rate, Cycles latency, bool whole_cycles) {
+  channels_.push_back({std::move(name), rate, latency, whole_cycles});
   return static_cast<std::uint32_t>(channels_.size() - 1);
 }
 
@@ -40,9 +40,9 @@ void NetTopology::build_exchange(std::uint32_t chip) {
   Chip& ch = chips_[chip];
   ch.first_channel = static_cast<std::uint32_t>(channels_.size());
   for (std::uint32_t i = 0; i < n; ++i)
-    add_channel(fmt::format("chip{}.core{}.send", chip, i), e.send_bytes_per_cycle, e.latency_cycles);
+    add_channel(fmt::format("chip{}.core{}.send", chip, i), e.send_bytes_per_cycle, e.latency_cycles, true);
   for (std::uint32_t i = 0; i < n; ++i)
-    add_channel(fmt::format("chip{}.core{}.recv", chip, i), e.recv_bytes_per_cycle, 0);
+    add_channel(fmt::format("chip{}.core{}.recv", chip, i), e.recv_bytes_per_cycle, 0, true);
   // Cross-chip packets only: a core's outbound queue towards the chip links (fed by its send
   // port) and its inbound queue in front of its receive port (fed by the links into the chip).
   ch.first_buffer = static_cast<std::uint32_t>(buffers_.size());
@@ -60,9 +60,9 @@ void NetTopology::build_mesh(std::uint32_t chip) {
   ch.first_channel = static_cast<std::uint32_t>(channels_.size());
   for (std::uint32_t n = 0; n < nodes; ++n)
     add_channel(fmt::format("chip{}.r{}c{}.inject", chip, n / m.cols, n % m.cols), m.ni_bytes_per_cycle,
-                m.router_latency_cycles);
+                m.router_latency_cycles, true);
   for (std::uint32_t n = 0; n < nodes; ++n)
-    add_channel(fmt::format("chip{}.r{}c{}.eject", chip, n / m.cols, n % m.cols), m.ni_bytes_per_cycle, 0);
+    add_channel(fmt::format("chip{}.r{}c{}.eject", chip, n / m.cols, n % m.cols), m.ni_bytes_per_cycle, 0, true);
   ch.first_buffer = static_cast<std::uint32_t>(buffers_.size());
   for (std::uint32_t n = 0; n < nodes; ++n) add_buffer(m.buffer_bytes, m.ni_bytes_per_cycle);  // from its core
   ch.link.assign(std::size_t(nodes) * 4, kNone);
@@ -71,7 +71,7 @@ void NetTopology::build_mesh(std::uint32_t chip) {
     for (int d = 0; d < 4; ++d) {
       if (mesh_neighbour(m, n, d) == kNoRouter) continue;
       ch.link[n * 4 + d] = add_channel(fmt::format("chip{}.r{}c{}.{}", chip, n / m.cols, n % m.cols, mesh_dir_name(d)),
-                                       m.link_bytes_per_cycle, m.link_latency_cycles + m.router_latency_cycles);
+                                       m.link_bytes_per_cycle, m.link_latency_cycles + m.router_latency_cycles, true);
       ch.link_buf[n * 4 + d] = add_buffer(m.buffer_bytes, m.link_bytes_per_cycle);
     }
 }

@@ -33,6 +33,10 @@ struct ChannelSpec {
   std::string name;
   double bytes_per_cycle;
   Cycles latency_cycles;  // from the head leaving this channel to the head at the next one
+  // A mesh link or port, or an exchange port, moves a flit of its width a cycle: a packet holds
+  // it a cycle at least. Chip links and AFI buses carry a packet in its bytes' time, so one
+  // faster than a packet a cycle carries more than one a cycle.
+  bool whole_cycles = false;
 };
 
 struct BufferSpec {
@@ -77,7 +81,7 @@ class NetTopology {
     std::vector<std::uint32_t> link_buf;  // mesh: node*4+dir -> buffer at its far end
   };
 
-  std::uint32_t add_channel(std::string name, double rate, Cycles latency);
+  std::uint32_t add_channel(std::string name, double rate, Cycles latency, bool whole_cycles = false);
   std::uint32_t add_buffer(Bytes capacity, double fill_bytes_per_cycle);
   void build_exchange(std::uint32_t chip);
   void build_mesh(std::uint32_t chip);
