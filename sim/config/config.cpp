@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sim/common/error.h"
 #include "sim/common/hash.h"
 
@@ -243,7 +245,7 @@ NpuConfig parse_npu(const JsonReader& n) {
 // evenly over `vcs` virtual channels of whole flits, so each must hold at least one flit.
 void parse_system_flit_fields(const JsonReader& r, SystemConfig& s) {
   s.model = parse_model(r);
-  s.flit_bytes = r.u64("flit_bytes", s.flit_bytes);
+  s.flit_bytes = r.u64("flit_bytes", std::min<Bytes>(s.flit_bytes, s.packet_bytes));
   require(s.flit_bytes >= 1 && s.flit_bytes <= s.packet_bytes, r, "flit_bytes",
           fmt::format("expected 1 .. packet_bytes ({}) bytes", s.packet_bytes));
   s.vcs = static_cast<std::uint32_t>(r.u64("vcs", s.vcs));

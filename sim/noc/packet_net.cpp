@@ -22,7 +22,12 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
     Channel ch;
     ch.bytes_per_cycle = s.bytes_per_cycle;
     ch.latency = s.latency_cycles;
-    ch.min_fp = s.whole_cycles ? kFrac : 0;
+    // a mesh or exchange channel moves a flit of its width a cycle; a chip link or AFI bus a
+    // flit of system.flit_bytes in its bytes' time, so a packet holds it at least that long
+    ch.whole = s.whole_cycles;
+    ch.min_fp = ch.whole ? kFrac
+                         : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
+                                                         static_cast<double>(cfg.system.flit_bytes) * kFrac / s.bytes_per_cycle)));
     channels_.push_back(std::move(ch));
     stats_.emplace_back();
     stats_.back().name = s.name;
@@ -300,7 +305,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
   // a chip link or AFI bus that frees within cycle t takes its next packet there, mid-cycle (one
   // faster than a packet a cycle carries more than one a cycle); a mesh or exchange channel
   // looks again at the first whole cycle it is free
-  const std::int64_t last_fp = ch.min_fp ? t_fp : t_fp + kFrac - 1;
+  const std::int64_t last_fp = ch.whole ? t_fp : t_fp + kFrac - 1;
   while (!ch.held && ch.free_fp <= last_fp && !ch.waiting.empty()) {
     const Waiting w = ch.waiting.front();
     ch.waiting.pop_front();
@@ -438,8 +443,9 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   // Its time on the wire, counted from its start (a start carried back into the last cycle must
   // not stretch the transmission to the end of this one: that made a 256-byte packet take 1.5
   // cycles on a 200 B/cycle link), at least a cycle on a mesh or exchange channel (a flit a
-  // cycle); on a chip link or AFI bus a packet shorter than a cycle leaves the rest of the cycle
-  // to the next (a one-cycle floor held a 401 B/cycle AFI bus to 256 B/cycle).
+  // cycle); on a chip link or AFI bus at least a flit's time (system.flit_bytes), and a packet
+  // shorter than a cycle leaves the rest of the cycle to the next (a one-cycle floor held a
+  // 401 B/cycle AFI bus to 256 B/cycle).
   const std::int64_t end_fp = start_fp + std::max(dur_fp, ch.min_fp);
   ch.free_fp = end_fp;
   if (from) {

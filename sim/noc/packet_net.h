@@ -122,7 +122,8 @@ class PacketNetwork : public RoutedTransport {
     double read_memo_rate = 0;
     std::int64_t read_memo_fp = 0;
     Cycles latency;
-    std::int64_t min_fp = 0;   // least time a packet holds it (a cycle for a mesh or exchange channel)
+    std::int64_t min_fp = 0;   // least time a packet holds it: a cycle, or a flit's time on a chip link or AFI bus
+    bool whole = false;        // a mesh or exchange channel: starts packets at whole cycles only
     std::int64_t free_fp = 0;  // end of its last transmission
     bool held = false;         // an exchange message holds this send port, waiting for its receiver
     bool dirty = false;
@@ -232,7 +233,7 @@ class PacketNetwork : public RoutedTransport {
   // it frees in for a chip link or AFI bus (a start mid-cycle), the next whole cycle for a mesh
   // or exchange channel.
   static Cycles free_cycle(const Channel& ch, std::int64_t fp) {
-    return static_cast<Cycles>(ch.min_fp ? (fp + kFrac - 1) / kFrac : fp / kFrac);
+    return static_cast<Cycles>(ch.whole ? (fp + kFrac - 1) / kFrac : fp / kFrac);
   }
   bool fits(const Packet& p, Cycles t);
   void settle(Buffer& b, Cycles t);

@@ -34,8 +34,8 @@ struct ChannelSpec {
   double bytes_per_cycle;
   Cycles latency_cycles;  // from the head leaving this channel to the head at the next one
   // A mesh link or port, or an exchange port, moves a flit of its width a cycle: a packet holds
-  // it a cycle at least. Chip links and AFI buses carry a packet in its bytes' time, so one
-  // faster than a packet a cycle carries more than one a cycle.
+  // it a cycle at least. Chip links and AFI buses carry a packet in its bytes' time (at least a
+  // flit's, system.flit_bytes), so one faster than a packet a cycle carries more than one a cycle.
   bool whole_cycles = false;
 };
 

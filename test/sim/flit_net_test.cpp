@@ -105,6 +105,34 @@ TEST_CASE("two link streams through one AFI bus each run at their link's rate, a
     }
 }
 
+TEST_CASE("a packet shorter than a flit holds a chip link for a flit's time, at both levels", "[noc][flit][multichip]") {
+  // 16 messages of 16 bytes and 16 of 64 bytes from chip 0 to chip 1 (32 B/cycle links, 64-byte
+  // flits): each packet is one flit either way, so the link takes one every 2 cycles, not every
+  // half cycle. The first is on the link at cycle 1 (after the bus), the last at 1 + 15 x 2 = 31
+  // and at chip 1 at 131 or later (at 1 + 15 x 0.5 + 100 = 109 if a packet held the link only
+  // for its bytes). The packet level counts the 16-byte packet's own bytes through half a
+  // cycle into its slot, so it may come a cycle before the 64-byte one.
+  for (const char* model : {"packet", "flit"}) {
+    Json cfg = flit_ring(4);
+    cfg["system"]["model"] = model;
+    const sim::Config c = test::config(cfg);
+    Cycles last[2] = {0, 0};
+    for (int big : {0, 1}) {
+      auto net = sim::make_chip_links(c);
+      Times times;
+      net->set_listener(&times);
+      const sim::NetTopology& topo = net->topology();
+      for (int k = 0; k < 16; ++k) net->inject(k, topo.afi_source(0, 1), topo.afi_sink(1), big ? 64 : 16, 0);
+      for (Cycles t = net->next_event(); t != kNever; t = net->next_event()) net->advance(t);
+      last[big] = times.delivered_at;
+    }
+    INFO(model << ": " << last[0] << " and " << last[1]);
+    CHECK(last[0] >= 131);
+    CHECK(last[1] >= last[0]);
+    CHECK(last[1] <= last[0] + 1);
+  }
+}
+
 TEST_CASE("flit and packet level agree on the 4 x 4 torus all-reduce", "[noc][flit][multichip][collective]") {
   // Hierarchical (4 phases, neighbour traffic only), 1 MiB per chip, the ideal engine: packet
   // level 13,852 cycles, flit level 13,948 (2026-11-26). Traffic relayed through chips agrees
