@@ -11,7 +11,6 @@
 namespace tessera::sim {
 
 namespace {
-Cycles ceil_fp(std::int64_t fp, std::int64_t frac) { return static_cast<Cycles>((fp + frac - 1) / frac); }
 // Time of one flit at `bytes_per_cycle`, in 1/frac cycle (at least 1, so time always moves on).
 std::int64_t flit_time(Bytes flit, double bytes_per_cycle, std::int64_t frac) {
   return std::max<std::int64_t>(1, std::llround(static_cast<double>(flit) / bytes_per_cycle * static_cast<double>(frac)));
@@ -56,7 +55,7 @@ const FlitNetwork::Route& FlitNetwork::route_of(std::uint32_t src, std::uint32_t
   const auto [it, fresh] = routes_.try_emplace(std::uint64_t{src} << 32 | dst);
   if (fresh) {
     try {
-      topo_.route(src, dst, it->second.hops);
+      topo_.route(src, dst, it->second);
     } catch (...) {
       routes_.erase(it);
       throw;
@@ -118,7 +117,7 @@ void FlitNetwork::start_message(std::uint32_t m, Cycles t) {
   if (idle) s.head = msg.first;
   else packets_[s.tail].next = msg.first;
   s.tail = msg.last;
-  if (idle) set_wants(static_cast<std::uint32_t>(vcs_state_.size()) + msg.src, msg.route->hops[0].channel, t);
+  if (idle) set_wants(static_cast<std::uint32_t>(vcs_state_.size()) + msg.src, (*msg.route)[0].channel, t);
 }
 
 void FlitNetwork::set_wants(std::uint32_t r, std::uint32_t channel, Cycles at) {
@@ -179,7 +178,7 @@ bool FlitNetwork::ready(std::uint32_t r, std::uint32_t c, Cycles t, Blocked& b, 
     if (buf.read_free_fp >= static_cast<std::int64_t>(t + 1) * kFrac) {
       // it can start within that cycle, and it goes first there: a buffer's outputs take turns,
       // or the channel tried first in each cycle would take the whole read port
-      b.retry = static_cast<Cycles>(buf.read_free_fp / kFrac);
+      b.retry = floor_cycles(buf.read_free_fp);
       if (buf.reserved_cycle == kNever || buf.reserved_cycle < t || buf.reserved_for == c) {
         buf.reserved_cycle = b.retry;
         buf.reserved_for = c;
@@ -188,12 +187,12 @@ bool FlitNetwork::ready(std::uint32_t r, std::uint32_t c, Cycles t, Blocked& b, 
     }
     out = v.out;
     packet = f.packet;
-    hop = &messages_[packets_[f.packet].msg].route->hops[f.hop];
+    hop = &hop_of(f.packet, f.hop);
   } else {
     const Source& s = sources_[r - nvcs];
     out = s.out;
     packet = s.head;
-    hop = &messages_[packets_[s.head].msg].route->hops[0];
+    hop = &hop_of(s.head, 0);
   }
   if (hop->channel != c) throw std::logic_error("FlitNetwork: a requester of a channel its flit does not take");
   if (out == kNil) out = pick_vc(*hop);
@@ -211,7 +210,7 @@ void FlitNetwork::try_channel(std::uint32_t c, Cycles t) {
   const std::int64_t end = static_cast<std::int64_t>(t + 1) * kFrac;
   while (!ch.requests.empty()) {
     if (ch.free_fp >= end) {  // free within a later cycle: a flit can start there, mid-cycle
-      schedule(c, static_cast<Cycles>(ch.free_fp / kFrac));
+      schedule(c, floor_cycles(ch.free_fp));
       return;
     }
     // the flit that can start soonest (the channel never idles for a read port while another
@@ -270,8 +269,7 @@ void FlitNetwork::cross(std::uint32_t r, std::uint32_t c, Cycles t) {
     out = &s.out;
   }
   const Packet& p = packets_[f.packet];
-  const Route& route = *messages_[p.msg].route;
-  if (*out == kNil) *out = pick_vc(route.hops[f.hop]);
+  if (*out == kNil) *out = pick_vc(hop_of(f.packet, f.hop));
   const std::uint32_t down = *out;
   if (f.tail) *out = kNil;
   ch.free_fp = start + ch.flit_fp;
@@ -280,49 +278,57 @@ void FlitNetwork::cross(std::uint32_t r, std::uint32_t c, Cycles t) {
   st.bytes += f.tail ? p.bytes - (p.flits - 1) * flit_bytes_ : flit_bytes_;
   if (f.head) ++st.transfers;
   ++hops_;
-  const Cycles arrive = ceil_fp(start + ch.flit_fp, kFrac) + ch.latency;
-  const std::uint32_t next_hop = f.hop + 1u;
+  const Cycles arrive = ceil_cycles(start + ch.flit_fp) + ch.latency;
 
-  if (down != kSink) {
-    Vc& d = vcs_state_[down];
-    const Buffer& db = buffers_[d.buffer];
-    if (d.ring == kNil) {
-      d.ring = static_cast<std::uint32_t>(flits_.size());
-      flits_.resize(flits_.size() + db.depth);
-    }
-    if (f.head) {
-      d.held = true;
-      packets_[f.packet].here = arrive;
-    }
-    flits_[d.ring + (d.front + d.count) % db.depth] = {arrive, f.packet, static_cast<std::uint16_t>(next_hop), f.head, f.tail};
-    --d.credits;
-    if (++d.count == 1) set_wants(down, route.hops[next_hop].channel, arrive);
-    if (f.tail) {  // the VC may go to another packet, which queues behind this one
-      d.held = false;
-      wake_waiting(d.buffer, t + 1);
-    }
+  if (down != kSink) enter(down, f, arrive, t);
+  offer_next(r, f, p.next, p.msg, ceil_cycles(start + ch.flit_fp), t);  // may inject: no references after
+  if (down == kSink) deliver(f, arrive);
+}
+
+// Flit f lands in VC `down` at `arrive` (it crossed in cycle t).
+void FlitNetwork::enter(std::uint32_t down, const Flit& f, Cycles arrive, Cycles t) {
+  Vc& d = vcs_state_[down];
+  const Buffer& db = buffers_[d.buffer];
+  if (d.ring == kNil) {
+    d.ring = static_cast<std::uint32_t>(flits_.size());
+    flits_.resize(flits_.size() + db.depth);
   }
+  if (f.head) {
+    d.held = true;
+    packets_[f.packet].here = arrive;
+  }
+  const std::uint32_t next_hop = f.hop + 1u;
+  flits_[d.ring + (d.front + d.count) % db.depth] = {arrive, f.packet, static_cast<std::uint16_t>(next_hop), f.head, f.tail};
+  --d.credits;
+  if (++d.count == 1) set_wants(down, hop_of(f.packet, next_hop).channel, arrive);
+  if (f.tail) {  // the VC may go to another packet, which queues behind this one
+    d.held = false;
+    wake_waiting(d.buffer, t + 1);
+  }
+}
 
-  // what the requester offers next
+// What requester r offers after sending flit f (of a packet followed in its source's queue by
+// `next`, of message `msg`): a VC its next front flit, a source its next packet; a source that
+// has sent a message's last flit (at `sent_at`) says so.
+void FlitNetwork::offer_next(std::uint32_t r, const Flit& f, std::uint32_t next, std::uint32_t msg, Cycles sent_at,
+                             Cycles t) {
+  const auto nvcs = static_cast<std::uint32_t>(vcs_state_.size());
   if (r < nvcs) {
     Vc& v = vcs_state_[r];
     if (v.count == 0) set_wants(r, kNil, t);
     else if (f.tail) {
       const Flit& n = front(v);
-      set_wants(r, messages_[packets_[n.packet].msg].route->hops[n.hop].channel, std::max(t, n.eligible));
+      set_wants(r, hop_of(n.packet, n.hop).channel, std::max(t, n.eligible));
     }
-  } else if (f.tail) {
-    Source& s = sources_[r - nvcs];
-    const std::uint32_t next = p.next;
-    const std::uint32_t msg = p.msg;
-    s.head = next;
-    s.sent = 0;
-    if (next == kNil) s.tail = kNil;
-    set_wants(r, next == kNil ? kNil : messages_[packets_[next].msg].route->hops[0].channel, t);
-    if ((next == kNil || packets_[next].msg != msg) && listener_)
-      listener_->sent(messages_[msg].id, ceil_fp(start + ch.flit_fp, kFrac));  // may inject: no references after
+    return;
   }
-  if (down == kSink) deliver(f, arrive);
+  if (!f.tail) return;
+  Source& s = sources_[r - nvcs];
+  s.head = next;
+  s.sent = 0;
+  if (next == kNil) s.tail = kNil;
+  set_wants(r, next == kNil ? kNil : hop_of(next, 0).channel, t);
+  if ((next == kNil || packets_[next].msg != msg) && listener_) listener_->sent(messages_[msg].id, sent_at);
 }
 
 void FlitNetwork::deliver(const Flit& f, Cycles when) {
@@ -358,7 +364,7 @@ std::string FlitNetwork::stuck_report() const {
 
 void FlitNetwork::stats(std::vector<ChannelStats*>& out) {
   for (std::size_t i = 0; i < stats_.size(); ++i) {
-    stats_[i].busy_cycles = static_cast<Cycles>(channels_[i].busy_fp / kFrac);
+    stats_[i].busy_cycles = floor_cycles(channels_[i].busy_fp);
     out.push_back(&stats_[i]);
   }
 }

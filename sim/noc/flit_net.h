@@ -25,6 +25,7 @@
 
 #include "sim/config/config.h"
 #include "sim/noc/event_wheel.h"
+#include "sim/noc/fixed_point.h"
 #include "sim/noc/index_pool.h"
 #include "sim/noc/topology.h"
 
@@ -48,7 +49,6 @@ class FlitNetwork : public RoutedTransport {
   const NetTopology& topology() const override { return topo_; }
 
  private:
-  static constexpr std::int64_t kFrac = 1024;
   static constexpr std::uint32_t kNil = ~0u;
   static constexpr std::uint32_t kSink = ~0u - 1;  // a packet's last channel: no buffer behind it
 
@@ -85,9 +85,7 @@ class FlitNetwork : public RoutedTransport {
     Cycles reserved_cycle = kNever;      // the read port goes first to `reserved_for` in that cycle
     std::uint32_t reserved_for = kNil;
   };
-  struct Route {
-    std::vector<Hop> hops;
-  };
+  using Route = std::vector<Hop>;
   struct Packet {
     std::uint32_t msg, flits, bytes;
     std::uint32_t next = kNil;
@@ -126,12 +124,16 @@ class FlitNetwork : public RoutedTransport {
   // The downstream VC a head flit at hop `hop` of `route` may take, kSink, or kNil (none free).
   std::uint32_t pick_vc(const Hop& hop) const;
   void cross(std::uint32_t r, std::uint32_t c, Cycles t);
+  void enter(std::uint32_t down, const Flit& f, Cycles arrive, Cycles t);
+  void offer_next(std::uint32_t r, const Flit& f, std::uint32_t next, std::uint32_t msg, Cycles sent_at, Cycles t);
   void deliver(const Flit& f, Cycles when);
   void set_wants(std::uint32_t r, std::uint32_t channel, Cycles at);
   void schedule(std::uint32_t c, Cycles at);
   void wake_waiting(std::uint32_t buffer, Cycles at);
   Flit& front(Vc& v) { return flits_[v.ring + v.front]; }
   const Route& route_of(std::uint32_t src, std::uint32_t dst);
+  // Hop `h` of packet p's route.
+  const Hop& hop_of(std::uint32_t p, std::uint32_t h) const { return (*messages_[packets_[p].msg].route)[h]; }
 
   NetTopology topo_;
   Bytes flit_bytes_, packet_bytes_;

@@ -9,10 +9,6 @@
 
 namespace tessera::sim {
 
-namespace {
-Cycles ceil_fp(std::int64_t fp, std::int64_t frac) { return static_cast<Cycles>((fp + frac - 1) / frac); }
-}  // namespace
-
 PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_cores)
     : topo_(cfg, with_cores), trace_(trace) {
   channels_.reserve(topo_.channels().size());
@@ -457,7 +453,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   ++st.transfers;
   ++hops_;
   if (h.buffer != kNoBuffer) buffers_[h.buffer].used[h.cls] += pk.bytes;
-  const Cycles end = ceil_fp(end_fp, kFrac);
+  const Cycles end = ceil_cycles(end_fp);
   if (from) release(prev->buffer, {end, pk.bytes, prev->cls});  // the tail leaves at `end`
   if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
@@ -475,7 +471,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     const std::int64_t next_fp = std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac);
     const std::int64_t ready_fp = std::max(start_fp + lat_fp, tail_fp + lat_fp - next_fp);
     ++pk.hop;
-    wheel_.push(std::max(t, ceil_fp(ready_fp, kFrac)), {p, Kind::Ready});
+    wheel_.push(std::max(t, ceil_cycles(ready_fp)), {p, Kind::Ready});
   } else {
     msg.arrival = std::max(msg.arrival, end + ch.latency);
     --live_packets_;
@@ -596,7 +592,7 @@ void PacketNetwork::add_counter(std::size_t i, std::uint64_t delta) {
 
 void PacketNetwork::stats(std::vector<ChannelStats*>& out) {
   for (std::size_t c = 0; c < channels_.size(); ++c) {
-    stats_[c].busy_cycles = ceil_fp(channels_[c].busy_fp, kFrac);
+    stats_[c].busy_cycles = ceil_cycles(channels_[c].busy_fp);
     out.push_back(&stats_[c]);
   }
 }

@@ -19,6 +19,7 @@
 
 #include "sim/config/config.h"
 #include "sim/noc/event_wheel.h"
+#include "sim/noc/fixed_point.h"
 #include "sim/noc/index_pool.h"
 #include "sim/noc/topology.h"
 #include "sim/noc/transport.h"
@@ -51,7 +52,6 @@ class PacketNetwork : public RoutedTransport {
   void reset();
 
  private:
-  static constexpr std::int64_t kFrac = 1024;  // channel time is kept in 1/1024 cycle
   static constexpr std::uint32_t kNil = ~0u;
 
   struct Waiting {
@@ -233,7 +233,7 @@ class PacketNetwork : public RoutedTransport {
   // it frees in for a chip link or AFI bus (a start mid-cycle), the next whole cycle for a mesh
   // or exchange channel.
   static Cycles free_cycle(const Channel& ch, std::int64_t fp) {
-    return static_cast<Cycles>(ch.whole ? (fp + kFrac - 1) / kFrac : fp / kFrac);
+    return ch.whole ? ceil_cycles(fp) : floor_cycles(fp);
   }
   bool fits(const Packet& p, Cycles t);
   void settle(Buffer& b, Cycles t);
