@@ -160,15 +160,15 @@ for bw in 2 4 6 8 16 32 64; do
   [ -n "$c" ] && [ "$c" -le "$prev" ] || { monotone=0; echo "link $bw B/cycle: $c cycles after $prev"; }
   prev=${c:-0}
 done
-check "mesh: faster links never make the same program slower" "[ $monotone -eq 1 ] && [ $prev -eq 3640 ]"
+check "mesh: faster links never make the same program slower" "[ $monotone -eq 1 ] && [ $prev -eq 3677 ]"
 
 # tessera sweep: the shipped example runs every point; a point at the base config's values gives
-# what a plain run gives (nerf on mesh-8x8 with t10: 3640 cycles); a sweep killed with SIGKILL
+# what a plain run gives (nerf on mesh-8x8 with t10: 3677 cycles); a sweep killed with SIGKILL
 # and resumed ends with the same files as one that ran through; a bad point is recorded.
 "$tessera" sweep "$src/workloads/sweeps/mesh-nerf.yaml" --out "$tmp/swA" --jobs 2 --quiet >"$tmp/out" 2>&1
 check "sweep: 32 points ok" "[ $? -eq 0 ] && grep -q '32 points: 32 ok, 0 failed' $tmp/out && [ \$(wc -l < $tmp/swA/results.jsonl) -eq 32 ]"
 check "sweep: the base point has the plain run's cycles" \
-  "grep -q '\"link_bytes_per_cycle\":16,\"planner\":\"t10\",\"sram_bytes\":262144' $tmp/swA/results.jsonl && grep '\"link_bytes_per_cycle\":16,\"planner\":\"t10\",\"sram_bytes\":262144' $tmp/swA/results.jsonl | grep -q '\"total_cycles\":3640'"
+  "grep -q '\"link_bytes_per_cycle\":16,\"planner\":\"t10\",\"sram_bytes\":262144' $tmp/swA/results.jsonl && grep '\"link_bytes_per_cycle\":16,\"planner\":\"t10\",\"sram_bytes\":262144' $tmp/swA/results.jsonl | grep -q '\"total_cycles\":3677'"
 "$tessera" sweep "$src/workloads/sweeps/mesh-nerf.yaml" --out "$tmp/swB" --jobs 1 --quiet >/dev/null 2>&1 &
 sweep_pid=$!
 for _ in $(seq 1 400); do [ -f "$tmp/swB/results.jsonl" ] && [ "$(wc -l < "$tmp/swB/results.jsonl")" -ge 3 ] && break; sleep 0.01; done

@@ -74,7 +74,7 @@ void FlitNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32_t
     const Bytes b = std::min(packet_bytes_, bytes - std::min(bytes, Bytes{i} * packet_bytes_));
     const std::uint32_t p = packets_.acquire();
     const auto flits = static_cast<std::uint32_t>(std::max<Bytes>(1, (b + flit_bytes_ - 1) / flit_bytes_));
-    packets_[p] = {m, flits, static_cast<std::uint32_t>(b), kNil, when, packet_seq_++};
+    packets_[p] = {m, flits, static_cast<std::uint32_t>(b), kNil, when};
     live_flits_ += flits;
     if (last == kNil) first = p;
     else packets_[last].next = p;
@@ -114,8 +114,10 @@ void FlitNetwork::start_message(std::uint32_t m, Cycles t) {
   const Message& msg = messages_[m];
   Source& s = sources_[msg.src];
   const bool idle = s.head == kNil;
-  if (idle) s.head = msg.first;
-  else packets_[s.tail].next = msg.first;
+  if (idle) {
+    s.head = msg.first;
+    packets_[s.head].born = t;
+  } else packets_[s.tail].next = msg.first;
   s.tail = msg.last;
   if (idle) set_wants(static_cast<std::uint32_t>(vcs_state_.size()) + msg.src, (*msg.route)[0].channel, t);
 }
@@ -214,19 +216,24 @@ void FlitNetwork::try_channel(std::uint32_t c, Cycles t) {
       return;
     }
     // the flit that can start soonest (the channel never idles for a read port while another
-    // flit could go), then the oldest packet
-    std::uint32_t best = kNil, best_packet = kNil;
+    // flit could go), then one already in the network over one entering it, then the oldest
+    // packet, then the requester next in turn after the last one to cross
+    std::uint32_t best = kNil;
     std::int64_t best_start = 0;
+    Rank best_rank{};
     Cycles retry = kNever;
     for (std::uint32_t r : ch.requests) {
       Blocked b;
       std::uint32_t packet = kNil;
       if (ready(r, c, t, b, packet)) {
         const std::int64_t start = std::max(ch.free_fp, r < vcs_state_.size() ? buffers_[vcs_state_[r].buffer].read_free_fp : 0);
-        if (best == kNil || start < best_start || (start == best_start && older(packet, best_packet))) {
+        // a source, or a VC whose flit takes its route's first link (the AFI port queue), enters
+        const bool entering = r >= vcs_state_.size() || front(vcs_state_[r]).hop <= 1;
+        const Rank rank{entering, packets_[packet].born, turn(ch, r)};
+        if (best == kNil || start < best_start || (start == best_start && rank < best_rank)) {
           best = r;
-          best_packet = packet;
           best_start = start;
+          best_rank = rank;
         }
         continue;
       }
@@ -240,6 +247,7 @@ void FlitNetwork::try_channel(std::uint32_t c, Cycles t) {
       if (retry != kNever) schedule(c, retry);
       return;
     }
+    ch.last = best;
     cross(best, c, t);
   }
 }
@@ -293,10 +301,7 @@ void FlitNetwork::enter(std::uint32_t down, const Flit& f, Cycles arrive, Cycles
     d.ring = static_cast<std::uint32_t>(flits_.size());
     flits_.resize(flits_.size() + db.depth);
   }
-  if (f.head) {
-    d.held = true;
-    packets_[f.packet].here = arrive;
-  }
+  if (f.head) d.held = true;
   const std::uint32_t next_hop = f.hop + 1u;
   flits_[d.ring + (d.front + d.count) % db.depth] = {arrive, f.packet, static_cast<std::uint16_t>(next_hop), f.head, f.tail};
   --d.credits;
@@ -327,6 +332,7 @@ void FlitNetwork::offer_next(std::uint32_t r, const Flit& f, std::uint32_t next,
   s.head = next;
   s.sent = 0;
   if (next == kNil) s.tail = kNil;
+  else packets_[next].born = t;
   set_wants(r, next == kNil ? kNil : hop_of(next, 0).channel, t);
   if ((next == kNil || packets_[next].msg != msg) && listener_) listener_->sent(messages_[msg].id, sent_at);
 }

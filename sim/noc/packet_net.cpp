@@ -177,10 +177,10 @@ void PacketNetwork::process_cycle(Cycles t) {
     for (std::uint32_t c : dirty_) {
       Channel& ch = channels_[c];
       ch.dirty = false;
-      if (!ch.waiting.empty()) grants_.push_back({ch.waiting.front().ready, ch.waiting.front().seq, c});
+      if (!ch.waiting.empty()) grants_.push_back({ch.waiting.front().seq, c});
     }
     dirty_.clear();
-    auto older = [](const Grant& a, const Grant& b) { return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq; };
+    auto older = [](const Grant& a, const Grant& b) { return a.seq < b.seq; };
     if (grants_.size() > 1 && !std::is_sorted(grants_.begin(), grants_.end(), older))
       std::sort(grants_.begin(), grants_.end(), older);
     for (const Grant& g : grants_) try_grant(g.channel, t);

@@ -3,9 +3,11 @@
 // order with virtual cut-through. A packet waiting at a channel (port or link) takes it when the
 // channel is idle and the buffer behind the channel has room for the whole packet, at that
 // cycle, and the buffer it is in is not being read by another packet (one crossbar input per
-// router port); among the packets waiting for one channel the oldest goes first (the cycle its
-// head got there, then injection order). Space in a buffer comes back when the packet's tail
-// leaves it.
+// router port); among the packets waiting for one channel the oldest goes first: the one its
+// source put up first (packets are numbered as sources put them up, in time order). Ranking by
+// the cycle a packet reached the channel instead gave a chip's own packets, queued early in a
+// large AFI port buffer, precedence over traffic it relays, so larger buffers made collectives
+// slower. Space in a buffer comes back when the packet's tail leaves it.
 // Nothing is reserved ahead of time. The head moves on after the channel's latency, so a packet
 // pays its serialisation once, not per hop; a packet never starts on a channel so early that
 // the channel would idle waiting for its tail (a fast link after a slow port waits until the
@@ -59,9 +61,10 @@ class PacketNetwork : public RoutedTransport {
     std::uint64_t seq;
     std::uint32_t packet;
   };
-  // Packets waiting for a channel, oldest first. Most leave from the front and arrive at the
-  // back; a packet coming back from being set aside is older and goes in near the front. A vector
-  // with a moving front: both ends cost no more than the distance to the nearer end.
+  // Packets waiting for a channel, oldest first. Most leave from the front; a packet arriving
+  // from a source is the youngest and goes at the back, one relayed or coming back from being set
+  // aside is older and goes in further forward. A vector with a moving front: both ends cost no
+  // more than the distance to the nearer end.
   class WaitQueue {
    public:
     bool empty() const { return head_ == v_.size(); }
@@ -99,9 +102,7 @@ class PacketNetwork : public RoutedTransport {
     }
 
    private:
-    static bool before(const Waiting& a, const Waiting& b) {
-      return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq;
-    }
+    static bool before(const Waiting& a, const Waiting& b) { return a.seq < b.seq; }
     std::vector<Waiting> v_;
     std::size_t head_ = 0;
   };
@@ -186,7 +187,7 @@ class PacketNetwork : public RoutedTransport {
     const Hop* route;  // the message's route (its buffer does not move while packets live)
     std::uint32_t hops;
     Bytes bytes;
-    std::uint64_t seq;
+    std::uint64_t seq;  // its age: packets are numbered as their sources put them up
     bool last;     // the message's last packet
     bool coupled;  // its message's
     std::uint32_t requeued_from;  // the buffer whose room it was sent back for, or kNoBuffer
@@ -276,7 +277,6 @@ class PacketNetwork : public RoutedTransport {
   std::vector<Injected> injects_;
   std::vector<std::uint32_t> dirty_;
   struct Grant {  // a channel to arbitrate, keyed by its oldest waiting packet
-    Cycles ready;
     std::uint64_t seq;
     std::uint32_t channel;
   };

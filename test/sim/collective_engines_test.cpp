@@ -210,14 +210,15 @@ TEST_CASE("ACE runs an all-to-all beside a hierarchical all-reduce: the all-to-a
   INFO("chunks out of order: " << both.totals.chunks_out_of_order);
   CHECK(both.done[0] >= ar_alone.done[0]);  // they share the links, the FSMs and the room
   CHECK(both.done[1] >= a2a_alone.done[0]);
-  CHECK(std::max(both.done[0], both.done[1]) <= ar_alone.done[0] + a2a_alone.done[0]);
+  // sharing is close to the two one after the other, not free: either order can end a little
+  // past their sum (FIFO 35,232 cycles against 34,900 with packets ranked by age on the links)
+  CHECK(std::max(both.done[0], both.done[1]) <= (ar_alone.done[0] + a2a_alone.done[0]) * 102 / 100);
   // the all-to-all's chunks (one phase) finish before the all-reduce's chunks ahead of them
   // (four phases): completions out of order across FSMs
   CHECK(both.totals.chunks_out_of_order > 0u);
   CHECK(ar_alone.totals.chunks_out_of_order == 0u);
   // LIFO: the all-to-all, issued last, goes first and is done long before the all-reduce, which
-  // finishes later than under FIFO (sharing is not free: either order can end past the sum of
-  // the two alone, here LIFO's)
+  // finishes later than under FIFO
   cfg["system"]["ace"]["admission"] = "lifo";
   const auto lifo = sim::run_collectives(test::config(cfg), "ace", {{ar, 0}, {a2a, 0}});
   CHECK(lifo.done[1] < both.done[1]);

@@ -57,19 +57,21 @@ TEST_CASE("mesh: packets of one message pipeline behind each other", "[mesh]") {
 
 TEST_CASE("mesh: two streams through one link take turns, oldest packet first", "[mesh]") {
   // X: core 0 -> 2 (links 0>1, 1>2) at cycle 0; Y: core 1 -> 3 (links 1>2, 2>3) at cycle 1; 4
-  // packets each. Alone, X arrives at 8 + 2 + 6 + 24 = 40 and Y at 1 + 40 = 41. Together, their
-  // packets reach link 1>2 at X: 5, 13, 21, 29 and Y: 3, 11, 19, 27; the link serves the oldest
-  // waiting packet each time it frees: Y0 3..11, X0 11..19, Y1 19..27, X1 27..35, Y2 35..43,
-  // X2 43..51, Y3 51..59, X3 59..67. X's last packet ejects at 62..70; Y's crosses 2>3 at 54..62
-  // and ejects at 57..65.
+  // packets each. Alone, X arrives at 8 + 2 + 6 + 24 = 40 and Y at 1 + 40 = 41. A source puts
+  // up its next packet when the last one takes the injection port: X0, X1 at 0, Y0, Y1 at 1,
+  // X2 at 8, Y2 at 9, X3 at 16, Y3 at 17 (ages in that order). Their packets reach link 1>2 at
+  // X: 5, 13, 21, 29 and Y: 3, 11, 19, 27; each time the link frees it serves the oldest packet
+  // waiting: Y0 3..11 (alone), X0 11..19, X1 19..27, Y1 27..35, X2 35..43, Y2 43..51, X3 51..59,
+  // Y3 59..67. X's last packet ejects at 54..62; Y's crosses 2>3 at 62..70 and ejects at 65..73.
+  // (Ranking by the cycle a packet reached the link instead would alternate Y, X, Y, X.)
   ProgramBuilder p;
   p.alloc(0, "buf", 1024).send(0, 2, 1024);
   p.alloc(1, "buf", 1024).delay(1, 1).send(1, 3, 1024);
   p.alloc(2, "buf", 1024).recv(2, 0, 1024);
   p.alloc(3, "buf", 1024).recv(3, 1, 1024);
   Json r = test::run(test::mesh_config(1, 4), p.json());
-  CHECK(test::finish(r, 2) == 70);
-  CHECK(test::finish(r, 3) == 65);
+  CHECK(test::finish(r, 2) == 62);
+  CHECK(test::finish(r, 3) == 73);
   ProgramBuilder q;
   q.alloc(1, "buf", 1024).delay(1, 1).send(1, 3, 1024);
   q.alloc(3, "buf", 1024).recv(3, 1, 1024);

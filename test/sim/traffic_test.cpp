@@ -97,14 +97,17 @@ TEST_CASE("8x8 uniform traffic: the two levels agree, and stay under the channel
   CHECK(fs.accepted_flits >= 0.65 * bound);  // flit level, 4 VCs of 8 flits
   const double saturation = std::min(ps.accepted_flits, fs.accepted_flits);
   CHECK(std::abs(ps.accepted_flits - fs.accepted_flits) <= 0.15 * std::max(ps.accepted_flits, fs.accepted_flits));
-  // average latency within 10% of each other up to 70% of saturation
+  // average latency within 10% of each other up to half of saturation, 12% at 70%: since the
+  // packet level ranks packets by the cycle their sources put them up (2026-11-26) it saturates
+  // at 0.444 flits/node/cycle instead of 0.412, further from the flit level's round-robin
+  // allocators (0.372), and at 70% of the flit level's saturation the two are 10.1% apart
   for (double f : {0.1, 0.3, 0.5, 0.7}) {
     const sim::TrafficPoint p = sim::run_traffic(pkt, uniform(f * saturation));
     const sim::TrafficPoint q = sim::run_traffic(flit, uniform(f * saturation));
     INFO("load " << f << " of saturation: packet " << p.latency_mean << ", flit " << q.latency_mean);
     CHECK(!p.saturated);
     CHECK(!q.saturated);
-    CHECK(std::abs(p.latency_mean - q.latency_mean) <= 0.10 * q.latency_mean);
+    CHECK(std::abs(p.latency_mean - q.latency_mean) <= (f < 0.6 ? 0.10 : 0.12) * q.latency_mean);
     CHECK(p.accepted_flits <= bound);
     CHECK(q.accepted_flits <= bound);
     CHECK(p.accepted_flits == Approx(p.offered_flits).epsilon(0.03));  // below saturation all is carried
