@@ -102,6 +102,26 @@ TEST_CASE("ring all-reduce on 8 and 16 chips: 2(p-1)/p S/B + 2(p-1) alpha", "[co
     }
 }
 
+TEST_CASE("direct all-reduce on a ring of 16 runs at its busiest link's bound, whatever the chunk or buffer", "[collective]") {
+  // 2 MiB per chip: each chip sends 128 KiB to each of the 15 others, the shorter way (ties up),
+  // in the reduce-scatter and again in the all-gather. The link up from chip x is crossed by the
+  // pairs k apart for k = 1..8 whose source is one of the k chips x-k+1..x: 1 + 2 + ... + 8 = 36
+  // pairs of 128 KiB per phase, at 16 B/cycle: 2 x 36 x 131072 / 16 = 589,824 cycles. With
+  // packets ranked by the cycle they reached a router, a chip's own packets went before the ones
+  // it relays: at 4 KiB buffers 891,610 cycles (16 KiB chunks) and 1,488,935 (1 MiB chunks)
+  // before 2026-11-26; now 590,176 and 590,188.
+  const double bound = 2.0 * 36 * 131072 / 16;
+  for (Bytes buffer : {Bytes{4096}, Bytes{262144}})
+    for (Bytes chunk : {Bytes{16} << 10, Bytes{1} << 20}) {
+      Json cfg = system_of({dim("ring", 16)});
+      cfg["system"]["buffer_bytes"] = buffer;
+      const auto r = run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Direct, 2 << 20, chunk);
+      INFO(buffer << " B buffers, " << chunk << " B chunks: " << r.cycles << " cycles against " << bound);
+      CHECK(double(r.cycles) >= bound);
+      CHECK(double(r.cycles) <= 1.02 * bound);
+    }
+}
+
 TEST_CASE("ACE 4x4x4 torus: the hierarchical all-reduce sends 2.25 N per NPU; ideal bandwidth under the 282 GB/s bound", "[collective]") {
   const Json cfg = read_json_file(std::string(TESSERA_SOURCE_DIR) + "/configs/ace-torus-64.json");
   const auto r = run(cfg, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Hierarchical, 16 << 20, 64 << 10);
