@@ -44,15 +44,25 @@ CASES = {
 
 
 def cycles(tessera, cfg, op, algorithm, model, tmp):
-    path = os.path.join(tmp, "config.json")
+    path, out = os.path.join(tmp, "config.json"), os.path.join(tmp, "result.json")
     with open(path, "w") as f:
         json.dump(cfg, f)
-    out = subprocess.run([tessera, "collective", "--config", path, "--op", op, "--bytes", "1048576",
-                          "--engine", "ideal", "--algorithm", algorithm, "--model", model],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"buffer_sweep: tessera collective failed: {out.stderr.strip()}")
-    return int(out.stdout.split("time ")[1].split()[0])
+    p = subprocess.run([tessera, "collective", "--config", path, "--op", op, "--bytes", "1048576", "--engine", "ideal",
+                        "--algorithm", algorithm, "--model", model, "--out", out], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"buffer_sweep: tessera collective failed: {p.stderr.strip()}")
+    with open(out) as f:
+        return json.load(f)["cycles"]
+
+
+def steps(grid):
+    """(slowdown, what) for every step to the next larger buffer, port queue or link buffer."""
+    for i, lb in enumerate(LINK_BUFFERS):
+        for j, pb in enumerate(PORT_BUFFERS):
+            if j:
+                yield grid[i][j] / grid[i][j - 1] - 1, f"port {PORT_BUFFERS[j - 1]} -> {pb} at link {lb}"
+            if i:
+                yield grid[i][j] / grid[i - 1][j] - 1, f"link {LINK_BUFFERS[i - 1]} -> {lb} at port {pb}"
 
 
 def main():
@@ -79,12 +89,9 @@ def main():
                     cfg["system"]["afi"]["port_buffer_bytes"] = pb
                     row.append(cycles(args.tessera, cfg, op, algorithm, args.model, tmp))
                 grid.append(row)
-            for i in range(len(LINK_BUFFERS)):
-                for j in range(len(PORT_BUFFERS)):
-                    for prev, what in ((grid[i][j - 1] if j else None, f"port {PORT_BUFFERS[j - 1]} -> {PORT_BUFFERS[j]}"),
-                                       (grid[i - 1][j] if i else None, f"link {LINK_BUFFERS[i - 1]} -> {LINK_BUFFERS[i]}")):
-                        if prev is not None and grid[i][j] / prev - 1 > worst:
-                            worst, where = grid[i][j] / prev - 1, f"{name}, {what}"
+            for slowdown, what in steps(grid):
+                if slowdown > worst:
+                    worst, where = slowdown, f"{name}, {what}"
             print(f"{name:4s} " + " | ".join(" ".join(f"{v:7d}" for v in row) for row in grid), flush=True)
     print(f"largest slowdown from one larger buffer: {worst * 100:.2f}%" + (f" ({where})" if where else ""))
 

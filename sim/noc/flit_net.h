@@ -20,8 +20,9 @@
 // Ranking by the cycle a packet reached this router gave a chip's own packets, queued early in a
 // large AFI port queue, precedence over what it relays, and larger buffers made collectives
 // slower (a 4-ring direct all-reduce 13,294 -> 16,948 cycles with a 32 KiB port buffer instead
-// of 16 KiB); age alone still let a chip's own traffic fill the relay's virtual channels (+10%
-// on the 4 x 4 direct all-reduce). Sources send their packets in order.
+// of 16 KiB); age alone still let a chip's own traffic fill the relay's virtual channels (the
+// 4 x 4 all-to-all 10.7% slower with 64 KiB port queues than with 16 KiB, at 128 KiB link
+// buffers). Sources send their packets in order.
 // docs/hardware-model.md, "Flit level of the chip links".
 #include <cstdint>
 #include <memory>
