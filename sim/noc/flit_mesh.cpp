@@ -158,6 +158,10 @@ void FlitMesh::inject_flit(std::uint32_t node, Cycles t) {
   if (in.count == depth_) return;
   Packet& pk = packets_[p];
   const bool head = pk.injected == 0, tail = pk.injected + 1 == pk.flits;
+  if (head) {
+    pk.age = t * nodes_ + node;  // distinct: one head enters per node per cycle
+    in.age = pk.age;
+  }
   ring(node, kLocal, vc)[(in.first + in.count) % depth_] = {t + m_.router_latency_cycles, p, head, tail};
   ++in.count;
   ++buffered_[node];
@@ -210,17 +214,27 @@ void FlitMesh::step_router(std::uint32_t node, Cycles t) {
   bool in_used[kPorts] = {false, false, false, false, false};
   bool out_used[kPorts] = {false, false, false, false, false};
   const std::uint32_t total = kPorts * vcs_;
-  const std::uint32_t start = rr_[node];
-  rr_[node] = start + 1 == total ? 0 : start + 1;
+  rr_[node] = rr_[node] + 1 == total ? 0 : rr_[node] + 1;  // where the interface looks for a free VC
   InputVc* const vcs = &ivcs_[std::size_t(node) * total];  // index port * vcs + vc
-  for (std::uint32_t k = 0, idx = start; k < total; ++k, idx = idx + 1 == total ? 0 : idx + 1) {
+  // the VCs whose front flit is here, oldest packet first: it routes, takes an output VC and
+  // crosses before younger ones (age-based allocation, as the packet level ranks packets)
+  ready_.clear();
+  for (std::uint32_t idx = 0; idx < total; ++idx) {
     InputVc& in = vcs[idx];
     if (!in.count) continue;
+    const int port = static_cast<int>(idx / vcs_);
+    const std::uint32_t vc = idx - static_cast<std::uint32_t>(port) * vcs_;
+    const Flit& f = ring(node, port, vc)[in.first];
+    if (f.eligible > t) continue;
+    ready_.emplace_back(in.age, idx);
+  }
+  if (ready_.size() > 1) std::sort(ready_.begin(), ready_.end());  // oldest first; ages are distinct
+  for (const auto& [age, idx] : ready_) {
+    InputVc& in = vcs[idx];
     const int port = static_cast<int>(idx / vcs_);
     if (in_used[port]) continue;
     const std::uint32_t vc = idx - static_cast<std::uint32_t>(port) * vcs_;
     const Flit& f = ring(node, port, vc)[in.first];
-    if (f.eligible > t) continue;
     if (in.out_port < 0 && !try_vc(node, port, vc, f)) continue;
     const int out = in.out_port;
     if (out_used[out]) continue;
@@ -272,6 +286,7 @@ void FlitMesh::cross(std::uint32_t node, int in_port, std::uint32_t vc, Cycles t
   --ovc(node, out, out_vc).credits;
   InputVc& din = ivc(down, out, out_vc);
   ring(down, out, out_vc)[(din.first + din.count) % depth_] = {t + hop_cycles_, f.packet, f.head, f.tail};
+  if (f.head) din.age = in.age;
   ++din.count;
   ++buffered_[down];
   activate(down);

@@ -96,18 +96,20 @@ TEST_CASE("8x8 uniform traffic: the two levels agree, and stay under the channel
   CHECK(ps.accepted_flits >= 0.80 * bound);  // packet level, 4-packet buffers
   CHECK(fs.accepted_flits >= 0.65 * bound);  // flit level, 4 VCs of 8 flits
   const double saturation = std::min(ps.accepted_flits, fs.accepted_flits);
-  CHECK(std::abs(ps.accepted_flits - fs.accepted_flits) <= 0.15 * std::max(ps.accepted_flits, fs.accepted_flits));
-  // average latency within 10% of each other up to half of saturation, 12% at 70%: since the
-  // packet level ranks packets by the cycle their sources put them up (2026-11-26) it saturates
-  // at 0.444 flits/node/cycle instead of 0.412, further from the flit level's round-robin
-  // allocators (0.372), and at 70% of the flit level's saturation the two are 10.1% apart
-  for (double f : {0.1, 0.3, 0.5, 0.7}) {
+  INFO("saturation: packet " << ps.accepted_flits << ", flit " << fs.accepted_flits);
+  // issue 10 asks for 15%; with both levels oldest-first they are 3.2% apart (0.435 and 0.420)
+  CHECK(std::abs(ps.accepted_flits - fs.accepted_flits) <= 0.08 * std::max(ps.accepted_flits, fs.accepted_flits));
+  // average latency within 10% of each other up to 90% of saturation. Both levels serve the
+  // oldest packet first; while the flit level's allocators went round-robin (until the evening
+  // of 2026-11-26) the flit level was 10.1% slower here at 70%, and on mesh-8x8.json (seed 7)
+  // saturated 15.2% lower (0.373 against 0.440) and was 19% slower at 90% (65.8 against 53.3)
+  for (double f : {0.1, 0.3, 0.5, 0.7, 0.9}) {
     const sim::TrafficPoint p = sim::run_traffic(pkt, uniform(f * saturation));
     const sim::TrafficPoint q = sim::run_traffic(flit, uniform(f * saturation));
     INFO("load " << f << " of saturation: packet " << p.latency_mean << ", flit " << q.latency_mean);
     CHECK(!p.saturated);
     CHECK(!q.saturated);
-    CHECK(std::abs(p.latency_mean - q.latency_mean) <= (f < 0.6 ? 0.10 : 0.12) * q.latency_mean);
+    CHECK(std::abs(p.latency_mean - q.latency_mean) <= 0.10 * q.latency_mean);
     CHECK(p.accepted_flits <= bound);
     CHECK(q.accepted_flits <= bound);
     CHECK(p.accepted_flits == Approx(p.offered_flits).epsilon(0.03));  // below saturation all is carried
