@@ -154,20 +154,25 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--top", a.top, "mappings to print")->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON: every mapping with its partitions");
   cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the best mapping's iteration, a track per pipeline stage");
-  cmd->add_flag("--simulate", a.simulate, "run the best mapping on the simulator (needs system.npu and system.afi): "
-                                          "its partitions on NPUs, TP all-reduces, PP hand-offs and (training) DP "
+  CLI::Option* simulate = cmd->add_flag("--simulate", a.simulate, "run the best mapping on the simulator (needs system.npu and system.afi): "
+                                          "its partitions on NPUs, TP all-reduces (streamed beside the compute, "
+                                          "sequence tile by tile), PP hand-offs and (training) DP "
                                           "gradient all-reduces over the packet network");
   cmd->add_option("--sim-micro-batches", a.sim_micro_batches, "inference: micro-batches through the pipeline with "
                                                               "--simulate (training runs one iteration)")
       ->capture_default_str();
+  cmd->add_flag("--sim-no-stream", a.sim_no_stream, "with --simulate: run each partition's TP all-reduces after all its "
+                                                    "compute, instead of streaming them tile by tile (--seq-tile) "
+                                                    "beside the next tile's compute as the model assumes")
+      ->needs(simulate);
 }
 
 namespace {
 
 // The best mapping on the simulator, against the model's (micro-batches + PP - 1) intervals.
 Json simulate_mapping(const partition::LlmSpec& llm, const partition::SystemSpec& sys, const sim::Config& cfg,
-                      const partition::Evaluation& e, std::uint64_t micro_batches) {
-  const sim::PipelineProgram prog = lower::lower_mapping(llm, sys, e, micro_batches);
+                      const partition::Evaluation& e, std::uint64_t micro_batches, bool stream) {
+  const sim::PipelineProgram prog = lower::lower_mapping(llm, sys, e, micro_batches, stream);
   const sim::PipelineResult r = sim::run_pipeline(cfg, prog);
   const double sim_s = double(r.cycles) / (cfg.clock_ghz * 1e9);
   const double model_s = lower::mapping_model_seconds(e, micro_batches);
@@ -181,7 +186,7 @@ Json simulate_mapping(const partition::LlmSpec& llm, const partition::SystemSpec
              double(busy) / (cfg.clock_ghz * 1e9) * 1e3, r.messages, double(r.message_bytes) / 1e6);
   return {{"micro_batches", micro_batches}, {"cycles", r.cycles}, {"seconds", sim_s}, {"model_seconds", model_s},
           {"simulated_over_model", sim_s / model_s}, {"busy_cycles", r.busy_cycles}, {"messages", r.messages},
-          {"message_bytes", r.message_bytes}};
+          {"message_bytes", r.message_bytes}, {"streamed", stream}};
 }
 
 }  // namespace
@@ -241,7 +246,7 @@ int parallel_cmd(ParallelArgs a) {
   if (!all.empty() && all.front().feasible) {
     print_partitions(all.front(), layer);
     if (!a.trace.empty()) write_trace(all.front(), a.trace);
-    if (a.simulate) simulated = simulate_mapping(llm, sys, cfg, all.front(), a.sim_micro_batches);
+    if (a.simulate) simulated = simulate_mapping(llm, sys, cfg, all.front(), a.sim_micro_batches, !a.sim_no_stream);
   }
   if (!a.out.empty()) {
     Json maps = Json::array();

@@ -12,6 +12,7 @@ struct ParallelArgs {
   std::uint32_t top = 10;
   bool simulate = false;               // run the best mapping on the simulator
   std::uint64_t sim_micro_batches = 4;
+  bool sim_no_stream = false;          // --simulate: TP all-reduces after each partition's compute
   ParallelArgs() { llm.layers = 0; }  // 0: the preset's
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "compiler/lower/pipeline_builder.h"
@@ -44,8 +45,9 @@ class ChipMap {
 
 class Lowering {
  public:
-  Lowering(const partition::LlmSpec& llm, const partition::SystemSpec& sys, const partition::Evaluation& e)
-      : llm_(llm), e_(e), map_(sys, e.mapping), b_(sys.chips()) {
+  Lowering(const partition::LlmSpec& llm, const partition::SystemSpec& sys, const partition::Evaluation& e, bool stream)
+      : llm_(llm), e_(e), map_(sys, e.mapping), b_(sys.chips()),
+        tiles_(stream ? static_cast<std::uint32_t>(std::llround(1 / partition::tile_share(llm))) : 1) {
     const std::vector<partition::Kernel> layer = partition::gpt_layer(llm);
     out_bytes_ = layer.back().out_bytes;
     for (const partition::Kernel& k : layer) layer_weights_ += k.weight_bytes;
@@ -83,10 +85,41 @@ class Lowering {
     b_.ring_steps(member(me), base, n, 2, me);
   }
 
-  // The n-th TP all-reduce of a pass of micro-batch j on stage s of replica r.
+  // The n-th TP all-reduce of a pass of micro-batch j on stage s of replica r; `between()` after
+  // each ring step's sends (see PipelineBuilder::ring_steps).
+  template <class Between>
   void tp_allreduce(std::uint32_t t, std::uint32_t s, std::uint32_t r, std::uint64_t j, bool forward, std::uint32_t n,
-                    double bytes) {
-    ring_allreduce({forward ? 0u : 2u, s, j, r, n}, e_.tp, t, bytes, [&](std::uint32_t q) { return map_.chip(q, s, r); });
+                    double bytes, Between between) {
+    const auto member = [&](std::uint32_t q) { return map_.chip(q, s, r); };
+    const Key key{forward ? 0u : 2u, s, j, r, n};
+    const std::uint32_t base = b_.block(key, PipelineBuilder<Key>::ring_messages(e_.tp, 2, message_bytes(bytes / 2 / e_.tp), member));
+    b_.ring_steps(member(t), base, e_.tp, 2, t, between);
+  }
+
+  // A partition's compute step c and its all-reduces (`bytes`, each) on TP index t. Streamed in
+  // tiles_ sequence tiles, as the model has it: tile i's all-reduces run while tile i + 1
+  // computes (its compute split into one slice per ring step), and only the last tile's are
+  // exposed. Not streamed (tiles_ 1): the compute, then the all-reduces.
+  void partition_with_allreduces(std::uint32_t t, std::uint32_t s, std::uint32_t r, std::uint64_t j, bool forward,
+                                 std::uint32_t& n, sim::PipeStep c, const std::vector<double>& bytes) {
+    const std::uint32_t chip = map_.chip(t, s, r);
+    const auto none = [] {};
+    if (tiles_ <= 1 || bytes.empty()) {
+      b_.prog.devices[chip].push_back(c);
+      for (double b : bytes) tp_allreduce(t, s, r, j, forward, n++, b, none);
+      return;
+    }
+    c.flops /= tiles_;
+    c.bytes /= tiles_;
+    b_.prog.devices[chip].push_back(c);  // tile 0
+    sim::PipeStep slice = c;
+    const double slices = static_cast<double>(bytes.size() * 2 * (e_.tp - 1));
+    slice.flops /= slices;
+    slice.bytes /= slices;
+    const auto compute = [&] { b_.prog.devices[chip].push_back(slice); };
+    for (std::uint32_t i = 1; i < tiles_; ++i)  // tile i - 1's all-reduces beside tile i's compute
+      for (double b : bytes) tp_allreduce(t, s, r, j, forward, n++, b / tiles_, compute);
+    for (double b : bytes) tp_allreduce(t, s, r, j, forward, n++, b / tiles_, none);  // the last tile's
   }
 
   // The DP replicas of stage s, TP index t, all-reduce their weight gradients.
@@ -116,9 +149,9 @@ class Lowering {
         sim::PipeStep c;
         c.flops = forward ? p.flops : 2 * p.flops;
         c.bytes = forward ? p.dram_bytes : 2 * p.dram_bytes + p.weight_bytes;
-        b_.prog.devices[chip].push_back(c);
-        if (e_.tp > 1)
-          for (double b : forward ? p.allreduce_bytes : p.backward_allreduce_bytes) tp_allreduce(t, s, r, j, forward, n++, b);
+        static const std::vector<double> kNone;
+        const std::vector<double>& bytes = e_.tp < 2 ? kNone : forward ? p.allreduce_bytes : p.backward_allreduce_bytes;
+        partition_with_allreduces(t, s, r, j, forward, n, c, bytes);
       }
     if (forward && s + 1 < e_.pp) b_.step(chip, sim::PipeStep::Send, handoff(s, s + 1));
     if (!forward && s > 0) b_.step(chip, sim::PipeStep::Send, handoff(s, s - 1));
@@ -130,12 +163,13 @@ class Lowering {
   double out_bytes_ = 0, layer_weights_ = 0;
   std::uint32_t per_stage_ = 1;
   PipelineBuilder<Key> b_;
+  std::uint32_t tiles_;  // sequence tiles a partition's all-reduces stream in (1: after its compute)
 };
 
 }  // namespace
 
 sim::PipelineProgram lower_mapping(const partition::LlmSpec& llm, const partition::SystemSpec& sys,
-                                   const partition::Evaluation& e, std::uint64_t micro_batches) {
+                                   const partition::Evaluation& e, std::uint64_t micro_batches, bool stream) {
   if (!e.feasible) throw Error(fmt::format("plan-parallel --simulate: the mapping does not fit: {}", e.why));
   if (e.mapping.dims.size() != sys.dims.size())
     throw Error("plan-parallel --simulate: the mapping has a strategy per dimension of another system");
@@ -143,7 +177,7 @@ sim::PipelineProgram lower_mapping(const partition::LlmSpec& llm, const partitio
   if (m == 0 || m > 4096)
     throw Error(fmt::format("plan-parallel --simulate: {} micro-batches{}: expected 1 to 4096", m,
                             llm.training ? " per iteration (global batch / (DP x micro-batch))" : ""));
-  return Lowering(llm, sys, e).run(m);
+  return Lowering(llm, sys, e, stream).run(m);
 }
 
 double mapping_model_seconds(const partition::Evaluation& e, std::uint64_t micro_batches) {

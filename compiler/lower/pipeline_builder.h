@@ -62,9 +62,17 @@ class PipelineBuilder {
   // Member `me`'s part of the all-reduce whose messages start at `base`: per step, its sends on
   // every ring, then a wait on every ring for what its predecessor there sent.
   void ring_steps(std::uint32_t device, std::uint32_t base, std::uint32_t n, std::uint32_t rings, std::uint32_t me) {
+    ring_steps(device, base, n, rings, me, [] {});
+  }
+  // The same, calling `between()` after each step's sends and before its waits: steps it appends
+  // there (compute) run while that step's messages cross.
+  template <class Between>
+  void ring_steps(std::uint32_t device, std::uint32_t base, std::uint32_t n, std::uint32_t rings, std::uint32_t me,
+                  Between between) {
     const std::uint32_t steps = 2 * (n - 1);
     for (std::uint32_t k = 0; k < steps; ++k) {
       for (std::uint32_t g = 0; g < rings; ++g) step(device, sim::PipeStep::Send, base + (g * steps + k) * n + me);
+      between();
       for (std::uint32_t g = 0; g < rings; ++g)
         step(device, sim::PipeStep::Wait, base + (g * steps + k) * n + next(me, n, 1 - g));
     }
