@@ -292,32 +292,57 @@ SIMULATED = [("a100-switch-4", "gpt3-1.3b", ["--mapping", "TP", "--fusion", "fus
              ("sn10-torus-4x2", "gpt3-175b", [], 4),
              ("a100-switch-4", "gpt3-1.3b", ["--mapping", "TP", "--fusion", "fused", "--training", "--global-batch", "4"], 0),
              ("sn10-torus-4x2", "gpt3-1.3b", ["--training", "--global-batch", "16"], 0),
-             ("sn10-torus-4x2", "gpt3-1.3b", ["--training", "--global-batch", "16", "--mapping", "DP,PP"], 0)]
+             ("sn10-torus-4x2", "gpt3-1.3b", ["--training", "--global-batch", "16", "--mapping", "DP,PP"], 0),
+             # issue 17's 1024-GPU mapping, at a global batch of 128 (4 micro-batches per replica; its
+             # program of 83 M messages needs 10.5 GB), on A100s of 80 GiB and at message granularity
+             # (see big_config)
+             ("a100-1024", "gpt3-175b", ["--layers", "60", "--hidden", "10240", "--heads", "80", "--training",
+                                         "--global-batch", "128", "--fusion", "kernel-by-kernel", "--micro-batch", "1",
+                                         "--mapping", "TP,PP,DP"], 0)]
+
+
+def big_config(tmp):
+    """a100-1024 with 80 GiB per GPU (TP8 PP4 DP32 needs 60.4 GB by the model, 40 GiB hold 37.7 GB
+    of weights and optimiser state and then no activations) and a packet as large as any message
+    (buffers of two), so the links carry each message whole: packet by packet its TP all-reduces
+    did not finish in 15 CPU-minutes."""
+    c = json.load(open(os.path.join(ROOT, "configs", "a100-1024.json")))
+    c["name"] = "a100-1024-80g-messages"
+    c["chip"]["offchip"]["capacity_bytes"] = 80 * 1024 ** 3
+    c["system"]["packet_bytes"] = 64 * 1024 ** 2
+    c["system"]["buffer_bytes"] = c["system"]["afi"]["port_buffer_bytes"] = 2 * 64 * 1024 ** 2
+    path = os.path.join(tmp, "a100-1024-80g-messages.json")
+    json.dump(c, open(path, "w"))
+    return path
 
 
 def simulated(args):
     rows = []
-    for config, model, extra, mbs in SIMULATED:
-        r = plan(args.tessera, os.path.join(ROOT, "configs", config + ".json"), "--simulate", "--sim-micro-batches",
-                 str(max(mbs, 1)), *extra, model=model)
-        mbs = r["simulated"]["micro_batches"]
-        m = r["mappings"][0]
-        plain = None  # the TP all-reduces after each partition's compute, not streamed beside it
-        if m["tp"] > 1:
-            plain = plan(args.tessera, os.path.join(ROOT, "configs", config + ".json"), "--simulate",
-                         "--sim-micro-batches", str(max(mbs, 1)), "--sim-no-stream", *extra, model=model)["simulated"]["seconds"]
-        net = sum(p["network_s"] for p in m["partitions"])
-        comp = sum(max(p["compute_s"], p["memory_s"]) for p in m["partitions"])
-        if "--training" in extra:  # forward and backward: the sum against the sum of the maxima
-            net += sum(p.get("backward_network_s", 0) for p in m["partitions"])
-            comp += sum(max(p.get("backward_compute_s", 0), p.get("backward_memory_s", 0)) for p in m["partitions"])
-        rows.append({"config": config, "model": model, "training": "--training" in extra,
-                     "mapping": short(m), "execution": m["execution"],
-                     "micro_batches": mbs, "model_s": r["simulated"]["model_seconds"],
-                     "simulated_s": r["simulated"]["seconds"], "ratio": r["simulated"]["simulated_over_model"],
-                     "not_streamed_s": plain,
-                     "layer_compute_s": comp, "layer_network_s": net,
-                     "layer_s": m["layer_s"] + m.get("backward_layer_s", 0)})
+    with tempfile.TemporaryDirectory() as tmp:
+        for config, model, extra, mbs in SIMULATED:
+            path = big_config(tmp) if config == "a100-1024" else os.path.join(ROOT, "configs", config + ".json")
+            shown = model
+            if config == "a100-1024":
+                config, shown = "a100-1024 (80 GiB, whole messages)", "60 layers, hidden 10240"
+            r = plan(args.tessera, path, "--simulate", "--sim-micro-batches", str(max(mbs, 1)), *extra, model=model)
+            mbs = r["simulated"]["micro_batches"]
+            m = r["mappings"][0]
+            plain = None  # the TP all-reduces after each partition's compute, not streamed beside it
+            if m["tp"] > 1:
+                plain = plan(args.tessera, path, "--simulate", "--sim-micro-batches", str(max(mbs, 1)), "--sim-no-stream",
+                             *extra, model=model)["simulated"]["seconds"]
+            net = sum(p["network_s"] for p in m["partitions"])
+            comp = sum(max(p["compute_s"], p["memory_s"]) for p in m["partitions"])
+            if "--training" in extra:  # forward and backward: the sum against the sum of the maxima
+                net += sum(p.get("backward_network_s", 0) for p in m["partitions"])
+                comp += sum(max(p.get("backward_compute_s", 0), p.get("backward_memory_s", 0)) for p in m["partitions"])
+            rows.append({"config": config, "model": shown, "training": "--training" in extra,
+                         "mapping": short(m), "execution": m["execution"],
+                         "micro_batches": mbs, "model_s": r["simulated"]["model_seconds"],
+                         "simulated_s": r["simulated"]["seconds"], "ratio": r["simulated"]["simulated_over_model"],
+                         "not_streamed_s": plain,
+                         "layer_compute_s": comp, "layer_network_s": net,
+                         "layer_s": m["layer_s"] + m.get("backward_layer_s", 0)})
     return rows
 
 
