@@ -234,6 +234,8 @@ check "plan-parallel: a training iteration's timeline as a trace" "[ $? -eq 0 ] 
 check "plan-parallel: a mapping per dimension is required" "[ $? -eq 1 ] && grep -q 'the system has 2 dimensions' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --mapping TP --partitions 3,4,x >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: bad partition sizes are named" "[ $? -eq 1 ] && grep -q \"'x' is not a positive kernel count\" $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --sim-no-stream >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: --sim-no-stream needs --simulate" "[ $? -eq 1 ] && grep -q 'requires --simulate' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --model gpt5 >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: unknown model" "[ $? -eq 1 ] && grep -q \"unknown model 'gpt5'\" $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/sn10-ring-8.json" --hidden 1000 --heads 7 >"$tmp/out" 2>"$tmp/err"
