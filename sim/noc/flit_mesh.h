@@ -11,10 +11,11 @@
 // flits/node/cycle on mesh-8x8.json against the packet level's 0.444, now 0.426), a router:
 // routes a head flit (dimension order, X then Y), allocates it an output VC that is idle (a VC
 // is held by one packet until the credit of its tail comes back), and lets at most one flit per
-// input port and per output port cross the switch, if the downstream VC has a credit. A flit that crosses at cycle s can cross the next router at
-// s + link_latency_cycles + router_latency_cycles (the router pipeline); its credit is back
-// upstream at s + 1. On a torus the VCs are split into two dateline classes. The core's network
-// interface injects and ejects one flit per ceil(flit / ni_bytes_per_cycle) cycles.
+// input port and per output port cross the switch, if the downstream VC has a credit. A flit
+// that crosses at cycle s can cross the next router at s + link_latency_cycles +
+// router_latency_cycles (the router pipeline); its credit is back upstream at s + 1. On a torus
+// the VCs are split into two dateline classes. The core's network interface injects and ejects
+// one flit per ceil(flit / ni_bytes_per_cycle) cycles.
 #include <cstdint>
 #include <vector>
 
