@@ -111,7 +111,7 @@ class FlitMesh : public Transport {
   std::vector<Cycles> eject_free_, inject_free_;
   std::vector<std::uint32_t> queue_head_, queue_tail_;  // per node: packets to inject
   std::vector<std::int32_t> inject_vc_;                 // per node: VC the current packet fills
-  std::vector<std::uint32_t> rr_;                       // per node: round-robin start
+  std::vector<std::uint32_t> rr_;                       // per node: where the interface looks for a free VC
   std::vector<std::uint32_t> buffered_;                 // per node: flits in its buffers
   std::vector<bool> active_flag_;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> ready_;  // step_router's requests, by age
