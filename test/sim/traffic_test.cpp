@@ -101,8 +101,9 @@ TEST_CASE("8x8 uniform traffic: the two levels agree, and stay under the channel
   CHECK(std::abs(ps.accepted_flits - fs.accepted_flits) <= 0.08 * std::max(ps.accepted_flits, fs.accepted_flits));
   // average latency within 10% of each other up to 90% of saturation. Both levels serve the
   // oldest packet first; while the flit level's allocators went round-robin (until the evening
-  // of 2026-11-26) the flit level was 10.1% slower here at 70%, and on mesh-8x8.json (seed 7)
-  // saturated 15.2% lower (0.373 against 0.440) and was 19% slower at 90% (65.8 against 53.3)
+  // of 2026-11-26) the two were 10.1% apart here at 70% (as a share of the flit level's, as
+  // below), and on mesh-8x8.json (seed 7) the flit level saturated 15.2% lower (0.373 against
+  // 0.440) and was 19% apart at 90% (65.8 against 53.3 cycles)
   for (double f : {0.1, 0.3, 0.5, 0.7, 0.9}) {
     const sim::TrafficPoint p = sim::run_traffic(pkt, uniform(f * saturation));
     const sim::TrafficPoint q = sim::run_traffic(flit, uniform(f * saturation));
