@@ -324,13 +324,13 @@ def simulated(args):
             shown = model
             if config == "a100-1024":
                 config, shown = "a100-1024 (80 GiB, whole messages)", "60 layers, hidden 10240"
-            r = plan(args.tessera, path, "--simulate", "--sim-micro-batches", str(max(mbs, 1)), *extra, model=model)
+            run = [path, "--simulate", "--sim-micro-batches", str(max(mbs, 1)), *extra]
+            r = plan(args.tessera, *run, model=model)
             mbs = r["simulated"]["micro_batches"]
             m = r["mappings"][0]
             plain = None  # the TP all-reduces after each partition's compute, not streamed beside it
             if m["tp"] > 1:
-                plain = plan(args.tessera, path, "--simulate", "--sim-micro-batches", str(max(mbs, 1)), "--sim-no-stream",
-                             *extra, model=model)["simulated"]["seconds"]
+                plain = plan(args.tessera, *run, "--sim-no-stream", model=model)["simulated"]["seconds"]
             net = sum(p["network_s"] for p in m["partitions"])
             comp = sum(max(p["compute_s"], p["memory_s"]) for p in m["partitions"])
             if "--training" in extra:  # forward and backward: the sum against the sum of the maxima

@@ -78,22 +78,20 @@ class Lowering {
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint32_t, std::uint32_t>;
 
   // An all-reduce of `bytes` over `n` chips, member q at chip `member(q)`, as two rings, half the
-  // data each, one each way round (the model's ring uses both directions of every link).
-  template <class Member>
-  void ring_allreduce(const Key& key, std::uint32_t n, std::uint32_t me, double bytes, Member member) {
+  // data each, one each way round (the model's ring uses both directions of every link);
+  // `between()` after each ring step's sends (PipelineBuilder::ring_steps).
+  template <class Member, class Between>
+  void ring_allreduce(const Key& key, std::uint32_t n, std::uint32_t me, double bytes, Member member, Between between) {
     const std::uint32_t base = b_.block(key, PipelineBuilder<Key>::ring_messages(n, 2, message_bytes(bytes / 2 / n), member));
-    b_.ring_steps(member(me), base, n, 2, me);
+    b_.ring_steps(member(me), base, n, 2, me, between);
   }
 
-  // The n-th TP all-reduce of a pass of micro-batch j on stage s of replica r; `between()` after
-  // each ring step's sends (see PipelineBuilder::ring_steps).
+  // The n-th TP all-reduce of a pass of micro-batch j on stage s of replica r.
   template <class Between>
   void tp_allreduce(std::uint32_t t, std::uint32_t s, std::uint32_t r, std::uint64_t j, bool forward, std::uint32_t n,
                     double bytes, Between between) {
-    const auto member = [&](std::uint32_t q) { return map_.chip(q, s, r); };
-    const Key key{forward ? 0u : 2u, s, j, r, n};
-    const std::uint32_t base = b_.block(key, PipelineBuilder<Key>::ring_messages(e_.tp, 2, message_bytes(bytes / 2 / e_.tp), member));
-    b_.ring_steps(member(t), base, e_.tp, 2, t, between);
+    ring_allreduce({forward ? 0u : 2u, s, j, r, n}, e_.tp, t, bytes, [&](std::uint32_t q) { return map_.chip(q, s, r); },
+                   between);
   }
 
   // A partition's compute step c and its all-reduces (`bytes`, each) on TP index t. Streamed in
@@ -124,7 +122,7 @@ class Lowering {
 
   // The DP replicas of stage s, TP index t, all-reduce their weight gradients.
   void gradient_allreduce(std::uint32_t t, std::uint32_t s, std::uint32_t r, double bytes) {
-    ring_allreduce({4, s, 0, t, 0}, e_.dp, r, bytes, [&](std::uint32_t q) { return map_.chip(t, s, q); });
+    ring_allreduce({4, s, 0, t, 0}, e_.dp, r, bytes, [&](std::uint32_t q) { return map_.chip(t, s, q); }, [] {});
   }
 
   // A forward pass of micro-batch j: the hand-off from the stage before, its layers partition by

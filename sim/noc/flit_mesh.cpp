@@ -158,10 +158,7 @@ void FlitMesh::inject_flit(std::uint32_t node, Cycles t) {
   if (in.count == depth_) return;
   Packet& pk = packets_[p];
   const bool head = pk.injected == 0, tail = pk.injected + 1 == pk.flits;
-  if (head) {
-    pk.age = t * nodes_ + node;  // distinct: one head enters per node per cycle
-    in.age = pk.age;
-  }
+  if (head) in.age = t * nodes_ + node;  // distinct: one head enters per node per cycle
   ring(node, kLocal, vc)[(in.first + in.count) % depth_] = {t + m_.router_latency_cycles, p, head, tail};
   ++in.count;
   ++buffered_[node];

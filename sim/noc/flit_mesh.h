@@ -57,7 +57,8 @@ class FlitMesh : public Transport {
     std::uint8_t out_vc = 0;
     bool in_use = false;                 // local port: the interface is filling it, or a packet's
                                          // tail has not left
-    std::uint64_t age = 0;               // of the packet it holds (one at a time: atomic VC allocation)
+    std::uint64_t age = 0;               // of the packet it holds (one at a time: atomic VC allocation):
+                                         // (cycle its head entered the network) x nodes + source
   };
   struct OutputVc {
     std::uint32_t credits = 0;
@@ -66,7 +67,6 @@ class FlitMesh : public Transport {
   struct Packet {
     std::uint32_t msg, dst, flits, injected = 0;
     std::uint32_t next = kNil;  // the source's queue
-    std::uint64_t age = 0;      // (cycle its head entered the network, source): oldest goes first
   };
   struct Message {
     std::uint64_t id;
