@@ -89,10 +89,9 @@ Fabric::Fabric(const sim::Config& cfg) : cfg_(cfg), chip_cores_(cfg.chip.cores) 
     torus_ = m.torus;
     packet_bytes_ = m.packet_bytes;
   }
-  if (!cfg.system.dimensions.empty()) {
-    chip_bw_ = cfg.system.dimensions.front().bytes_per_cycle();
-    chip_latency_ = static_cast<double>(cfg.system.dimensions.front().link_latency_cycles);
-  }
+  dims_ = cfg.system.dimensions.size();
+  for (const auto& d : cfg.system.dimensions)
+    if (d.kind == sim::DimensionKind::FullyConnected) slots_ = std::max<std::size_t>(slots_, d.size);
   lanes_ = cfg.chip.core.vector.lanes;
   copy_cycles_per_group_ = op_cycles(cfg.chip.core, sim::VecOp::Copy);
   vector_issue_ = static_cast<double>(cfg.chip.core.vector.issue_cycles);
@@ -130,6 +129,49 @@ void Fabric::route(std::uint32_t from, std::uint32_t to, double bytes, std::vect
   }
 }
 
+// A chip link carries a message cut into packets of system.packet_bytes, each for its bytes'
+// time but at least a flit's (system.flit_bytes): many small messages cost more than their bytes.
+double Fabric::chip_link_bytes(Bytes bytes) const {
+  const Bytes packet = cfg_.system.packet_bytes, flit = cfg_.system.flit_bytes;
+  const Bytes full = bytes / packet, rest = bytes % packet;
+  return static_cast<double>(full * std::max(packet, flit) + (rest > 0 ? std::max(rest, flit) : 0));
+}
+
+double Fabric::route_chips(std::uint32_t from, std::uint32_t to, double bytes) const {
+  const sim::SystemConfig& s = cfg_.system;
+  std::uint32_t c = from;
+  double latency = 0;
+  for (std::size_t d = 0; d < dims_; ++d) {
+    const sim::Dimension& dim = s.dimensions[d];
+    const std::uint32_t x = s.coordinate(c, d), y = s.coordinate(to, d), n = dim.size;
+    if (x == y) continue;
+    const std::uint32_t next = s.with_coordinate(c, d, y);
+    const auto link_latency = static_cast<double>(dim.link_latency_cycles);
+    switch (dim.kind) {
+      case sim::DimensionKind::FullyConnected:
+        chip_links_[link_index(c, d, y)] += bytes;
+        latency += link_latency;
+        break;
+      case sim::DimensionKind::Switch:
+        chip_links_[link_index(c, d, 0)] += bytes;
+        chip_links_[link_index(next, d, 1)] += bytes;
+        latency += 2 * link_latency;
+        break;
+      default: {  // a ring: hop by hop, the shorter way (ties up); a unidirectional ring: up
+        const std::uint32_t up = (y + n - x) % n;
+        const bool go_up = dim.kind == sim::DimensionKind::UnidirectionalRing || up <= n - up;
+        for (std::uint32_t k = x, hops = go_up ? up : n - up; hops > 0; --hops) {
+          chip_links_[link_index(s.with_coordinate(c, d, k), d, go_up ? 0 : 1)] += bytes;
+          k = go_up ? (k + 1) % n : (k + n - 1) % n;
+          latency += link_latency;
+        }
+      }
+    }
+    c = next;
+  }
+  return latency;
+}
+
 // A message holds its ports for whole cycles (an exchange transfer) or for at least one cycle
 // per packet (a mesh injection port): many small messages cost more than their bytes.
 double Fabric::port_time(Bytes bytes) const {
@@ -144,16 +186,13 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
   const std::uint32_t cores = cfg_.total_cores(), chips = cfg_.system.chips;
   for (auto* v : {&sent_, &recv_, &local_, &sends_, &recvs_}) v->assign(cores, 0);
   links_.assign(rows_ ? static_cast<std::size_t>(cores) * 4 : 0, 0);
-  chip_out_.assign(chips, 0);
-  chip_in_.assign(chips, 0);
+  chip_links_.assign(chips > 1 ? static_cast<std::size_t>(chips) * dims_ * slots_ : 0, 0);
   auto& sent = sent_;
   auto& recv = recv_;
   auto& local = local_;
   auto& sends = sends_;
   auto& recvs = recvs_;
   auto& links = links_;
-  auto& chip_out = chip_out_;
-  auto& chip_in = chip_in_;
   durations_.resize(messages.size());
   Bytes last_bytes = 0;
   double last_time = port_time(0);  // messages of one gather are mostly of one size: divide once
@@ -174,13 +213,10 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
     sends[m.from] += 1;
     recvs[m.to] += 1;
     const std::uint32_t cf = m.from / chip_cores_, ct = m.to / chip_cores_;
-    if (cf != ct) {
-      chip_out[cf] += b;
-      chip_in[ct] += b;
-    } else if (rows_) {
-      route(m.from, m.to, b, links);
-    }
-    const double lat = latency_ + hops(m.from, m.to) * hop_latency_ + (cf != ct ? chip_latency_ : 0);
+    double chip_latency = 0;
+    if (cf != ct) chip_latency = route_chips(cf, ct, chip_link_bytes(m.bytes));
+    else if (rows_) route(m.from, m.to, b, links);
+    const double lat = latency_ + hops(m.from, m.to) * hop_latency_ + chip_latency;
     f.latency_cycles = std::max(f.latency_cycles, lat);
   }
   for (std::uint32_t c = 0; c < cores; ++c) {
@@ -189,7 +225,10 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
     f.local_cycles = std::max(f.local_cycles, local[c]);
   }
   for (double l : links) f.link_cycles = std::max(f.link_cycles, l / link_bw_);
-  for (std::uint32_t c = 0; c < chips; ++c) f.link_cycles = std::max({f.link_cycles, chip_out[c] / chip_bw_, chip_in[c] / chip_bw_});
+  for (std::size_t i = 0; i < chip_links_.size(); ++i)
+    if (chip_links_[i] > 0)
+      f.chip_link_cycles = std::max(f.chip_link_cycles,
+                                    chip_links_[i] / cfg_.system.dimensions[i / slots_ % dims_].bytes_per_cycle());
   f.order_cycles = in_order(messages);
   return f;
 }

@@ -46,7 +46,8 @@ struct Message {
 
 struct GatherFeatures {
   double port_cycles = 0;      // busiest core port: max over cores of its messages' port time (bytes / bandwidth, in whole cycles per exchange message or at least one per mesh packet)
-  double link_cycles = 0;      // busiest link: mesh links under X-then-Y routing, and chip-to-chip links
+  double link_cycles = 0;      // busiest mesh link under X-then-Y routing (0 on an exchange chip)
+  double chip_link_cycles = 0; // busiest link between chips: bytes / its rate, routed in dimension order as the system routes
   double order_cycles = 0;     // the messages in program order under port holding (a max-plus recurrence), until the last is taken
   double messages = 0;         // most messages any core sends or receives
   double local_cycles = 0;     // most local copying on a core, on the vector unit (per piece: issue + lane groups)
@@ -54,7 +55,9 @@ struct GatherFeatures {
 };
 
 // The config's fabric as the cost model sees it: per-core ports, mesh links (torus wrap taken the
-// short way), and per-chip ports to other chips.
+// short way), and the links between chips, each dimension in order (a ring the shorter way, ties
+// going up; a unidirectional ring up; fully connected directly; a switch up from the sender and
+// down into the receiver), every link at its dimension's rate.
 class Fabric {
  public:
   explicit Fabric(const sim::Config& cfg);
@@ -70,15 +73,25 @@ class Fabric {
   double port_time(Bytes bytes) const;
   double in_order(const std::vector<Message>& messages) const;
   void route(std::uint32_t from, std::uint32_t to, double bytes, std::vector<double>& link_bytes) const;
+  // What a message of `bytes` occupies a chip link for, in bytes at the link's rate.
+  double chip_link_bytes(Bytes bytes) const;
+  // Adds `bytes` to every chip link from chip `from` to chip `to` (chip_links_, by link_index);
+  // returns the links' latency along the way.
+  double route_chips(std::uint32_t from, std::uint32_t to, double bytes) const;
+  // The slot of chip `chip`'s link `slot` of dimension d: ring 0 up, 1 down; unidirectional ring
+  // 0; fully connected the coordinate it leads to; switch 0 up to the switch, 1 down into `chip`.
+  std::size_t link_index(std::uint32_t chip, std::size_t d, std::uint32_t slot) const {
+    return (static_cast<std::size_t>(chip) * dims_ + d) * slots_ + slot;
+  }
   const sim::Config& cfg_;
-  double send_bw_ = 1, recv_bw_ = 1, link_bw_ = 1, chip_bw_ = 1, hop_latency_ = 0, latency_ = 0;
-  double chip_latency_ = 0;
+  double send_bw_ = 1, recv_bw_ = 1, link_bw_ = 1, hop_latency_ = 0, latency_ = 0;
   std::uint32_t rows_ = 0, cols_ = 0, chip_cores_ = 1;
+  std::size_t dims_ = 0, slots_ = 2;
   Bytes packet_bytes_ = 256;
   bool torus_ = false;
   double copy_cycles_per_group_ = 1, lanes_ = 1, vector_issue_ = 0;
   // Scratch of gather(), per core, per link and per chip (kept to allocate once per fabric).
-  mutable std::vector<double> sent_, recv_, local_, sends_, recvs_, links_, chip_out_, chip_in_, free_, taken_;
+  mutable std::vector<double> sent_, recv_, local_, sends_, recvs_, links_, chip_links_, free_, taken_;
   struct Waiting {
     double ready, duration;
     std::uint32_t from;

@@ -15,27 +15,27 @@ namespace tessera::cost {
 const std::array<const char*, kFeatures>& feature_names() {
   static const std::array<const char*, kFeatures> names{
       "mac_cycles", "fetch_cycles", "writeback_cycles", "vector_cycles", "steps",
-      "shift_cycles", "shift_link_cycles", "sync_cycles", "barrier_cycles",
-      "input_port_cycles", "input_link_cycles", "input_order_cycles", "input_messages",
+      "shift_cycles", "shift_link_cycles", "shift_chip_link_cycles", "sync_cycles", "barrier_cycles",
+      "input_port_cycles", "input_link_cycles", "input_chip_link_cycles", "input_order_cycles", "input_messages",
       "input_local_cycles", "input_latency_cycles",
-      "setup_port_cycles", "setup_link_cycles", "setup_order_cycles", "setup_messages",
+      "setup_port_cycles", "setup_link_cycles", "setup_chip_link_cycles", "setup_order_cycles", "setup_messages",
       "setup_local_cycles", "setup_latency_cycles", "constant"};
   return names;
 }
 
 Vec features(const Terms& t) {
   return {t.mac_cycles, t.fetch_cycles, t.writeback_cycles, t.vector_cycles, t.steps,
-          t.shift_cycles, t.shift_link_cycles, t.sync_cycles, t.barrier_cycles,
-          t.input_port_cycles, t.input_link_cycles, t.input_order_cycles, t.input_messages,
+          t.shift_cycles, t.shift_link_cycles, t.shift_chip_link_cycles, t.sync_cycles, t.barrier_cycles,
+          t.input_port_cycles, t.input_link_cycles, t.input_chip_link_cycles, t.input_order_cycles, t.input_messages,
           t.input_local_cycles, t.input_latency_cycles,
-          t.setup_port_cycles, t.setup_link_cycles, t.setup_order_cycles, t.setup_messages,
+          t.setup_port_cycles, t.setup_link_cycles, t.setup_chip_link_cycles, t.setup_order_cycles, t.setup_messages,
           t.setup_local_cycles, t.setup_latency_cycles, 1.0};
 }
 
 Vec analytical_weights() {
   Vec w{};
-  for (Feature f : {kMac, kWriteback, kVector, kShift, kSync, kBarrier, kInputPort, kInputLocal, kInputLatency, kSetupPort,
-                    kSetupLocal, kSetupLatency})
+  for (Feature f : {kMac, kWriteback, kVector, kShift, kShiftChipLink, kSync, kBarrier, kInputPort, kInputChipLink,
+                    kInputLocal, kInputLatency, kSetupPort, kSetupChipLink, kSetupLocal, kSetupLatency})
     w[f] = 1;
   return w;
 }

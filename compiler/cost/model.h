@@ -24,15 +24,18 @@ struct Terms {
   double mac_cycles = 0, fetch_cycles = 0, writeback_cycles = 0, vector_cycles = 0;
   double steps = 0;            // compute steps per core
   double shift_cycles = 0;     // rotations: per piece, one ring round in order + its latency, and the copy out of the shift buffer
-  double shift_link_cycles = 0;  // per piece, the busiest link of the plan's rings (mesh, chip links)
+  double shift_link_cycles = 0;  // per piece, the busiest mesh link of the plan's rings
+  double shift_chip_link_cycles = 0;  // per piece, the busiest chip link's time beyond the round's ordered port time
   double sync_cycles = 0;      // one barrier per rotated piece, at the config's sync latency
   double barrier_cycles = 0;   // the operator's closing barrier, at the latency of its group (chip or system)
   // Gathering activation inputs into the plan's layout, and weights from their idle layout into
   // the active one (setup): the gather's features (features.h, GatherFeatures).
-  double input_port_cycles = 0, input_link_cycles = 0, input_order_cycles = 0, input_messages = 0,
-         input_local_cycles = 0, input_latency_cycles = 0;
-  double setup_port_cycles = 0, setup_link_cycles = 0, setup_order_cycles = 0, setup_messages = 0,
-         setup_local_cycles = 0, setup_latency_cycles = 0;
+  // The chip-link terms are the busiest link between chips beyond the busiest port (0 when the
+  // port is slower), so that port + chip link = the larger of the two.
+  double input_port_cycles = 0, input_link_cycles = 0, input_chip_link_cycles = 0, input_order_cycles = 0,
+         input_messages = 0, input_local_cycles = 0, input_latency_cycles = 0;
+  double setup_port_cycles = 0, setup_link_cycles = 0, setup_chip_link_cycles = 0, setup_order_cycles = 0,
+         setup_messages = 0, setup_local_cycles = 0, setup_latency_cycles = 0;
   // Not features: what `--price-by simulate` (the oracle) prices with, set only in that mode: the
   // simulator's compute model, and the shifts and gathers replayed on its network engine
   // (compiler/oracle/replay.h), with the operator's closing barrier.
@@ -43,9 +46,9 @@ struct Terms {
 
 // Feature order (coefficient indices): the terms above and a constant.
 enum Feature : std::size_t {
-  kMac, kFetch, kWriteback, kVector, kSteps, kShift, kShiftLink, kSync, kBarrier,
-  kInputPort, kInputLink, kInputOrder, kInputMessages, kInputLocal, kInputLatency,
-  kSetupPort, kSetupLink, kSetupOrder, kSetupMessages, kSetupLocal, kSetupLatency,
+  kMac, kFetch, kWriteback, kVector, kSteps, kShift, kShiftLink, kShiftChipLink, kSync, kBarrier,
+  kInputPort, kInputLink, kInputChipLink, kInputOrder, kInputMessages, kInputLocal, kInputLatency,
+  kSetupPort, kSetupLink, kSetupChipLink, kSetupOrder, kSetupMessages, kSetupLocal, kSetupLatency,
   kConstant, kFeatures
 };
 using Vec = std::array<double, kFeatures>;
@@ -68,7 +71,8 @@ struct FitStats {
 
 // The analytical weights: 1 for the cycle features that a transfer or a step cannot avoid (MACs,
 // write-back, vector unit, the shift transfers and their barriers, the closing barrier, a
-// gather's busiest port, its local copies and its latency), 0 for the rest.
+// gather's busiest port, what the busiest chip link adds to it, its local copies and its
+// latency), 0 for the rest.
 Vec analytical_weights();
 
 struct ClassModel {

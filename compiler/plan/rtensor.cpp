@@ -378,7 +378,7 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& t) {
 
 void price(Cost& c, const cost::ClassModel& m) {
   cost::Terms x = c.terms;
-  x.setup_port_cycles = x.setup_link_cycles = x.setup_order_cycles = x.setup_messages = x.setup_local_cycles =
+  x.setup_port_cycles = x.setup_link_cycles = x.setup_chip_link_cycles = x.setup_order_cycles = x.setup_messages = x.setup_local_cycles =
       x.setup_latency_cycles = x.oracle.setup = 0;
   const cost::Breakdown b = m.predict(x);
   c.compute_cycles = b.compute;
@@ -503,6 +503,7 @@ Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, i
     const cost::Terms before = q.cost.terms;
     q.cost = estimate(q, op, t);
     q.cost.terms.input_port_cycles = before.input_port_cycles;
+    q.cost.terms.input_chip_link_cycles = before.input_chip_link_cycles;
     q.cost.terms.input_latency_cycles = before.input_latency_cycles + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
     q.cost.terms.input_messages = before.input_messages;
     price(q.cost, t.model_for(op));

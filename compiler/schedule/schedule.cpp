@@ -61,6 +61,7 @@ struct Gather {
 void set_input(cost::Terms& t, const cost::GatherFeatures& f) {
   t.input_port_cycles = f.port_cycles;
   t.input_link_cycles = f.link_cycles;
+  t.input_chip_link_cycles = std::max(0.0, f.chip_link_cycles - f.port_cycles);
   t.input_order_cycles = f.order_cycles;
   t.input_messages = f.messages;
   t.input_local_cycles = f.local_cycles;
@@ -70,6 +71,7 @@ void set_input(cost::Terms& t, const cost::GatherFeatures& f) {
 void set_setup(cost::Terms& t, const cost::GatherFeatures& f) {
   t.setup_port_cycles = f.port_cycles;
   t.setup_link_cycles = f.link_cycles;
+  t.setup_chip_link_cycles = std::max(0.0, f.chip_link_cycles - f.port_cycles);
   t.setup_order_cycles = f.order_cycles;
   t.setup_messages = f.messages;
   t.setup_local_cycles = f.local_cycles;
@@ -157,23 +159,25 @@ class Exchanges {
   // busiest link apart, and the barrier before it; for the oracle, the round replayed.
   void shift_terms(const ir::Operator& op, const plan::Plan& p, cost::Terms& t) {
     const auto sync = static_cast<double>(plan::sync_latency_cycles(cfg_, p.cores));
-    t.shift_cycles = t.shift_link_cycles = t.sync_cycles = t.oracle.shift = 0;
+    t.shift_cycles = t.shift_link_cycles = t.shift_chip_link_cycles = t.sync_cycles = t.oracle.shift = 0;
     std::int64_t events = 1;
     for (int a : p.loop) {
       events *= p.steps_on[static_cast<std::size_t>(a)];
       for (std::size_t k = 0; k < p.parts.size(); ++k) {
         if (p.parts[k].rot_axis != a) continue;
-        double port = 0, link = 0, syncs = 0, replayed = 0;
+        double port = 0, link = 0, chip_link = 0, syncs = 0, replayed = 0;
         for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_)) {
           const cost::GatherFeatures& r = ring(op, p, k, piece);
           port += r.order_cycles + r.latency_cycles + fabric_.copy_cycles(piece);
           link += r.link_cycles;
+          chip_link += std::max(0.0, r.chip_link_cycles - r.order_cycles);
           syncs += sync;
           if (oracle_) replayed += sync + replay_round(op, p, k, piece) + oracle_->copy(piece);
         }
         const auto e = static_cast<double>(events);
         t.shift_cycles += e * port;
         t.shift_link_cycles += e * link;
+        t.shift_chip_link_cycles += e * chip_link;
         t.sync_cycles += e * syncs;
         t.oracle.shift += e * replayed;
       }
@@ -288,9 +292,15 @@ class Exchanges {
   // What a joint gather's features add to the inputs' alone.
   static cost::GatherFeatures added(const cost::GatherFeatures& joint, const cost::GatherFeatures& in) {
     auto d = [](double a, double b) { return std::max(0.0, a - b); };
-    return {d(joint.port_cycles, in.port_cycles),       d(joint.link_cycles, in.link_cycles),
-            d(joint.order_cycles, in.order_cycles), d(joint.messages, in.messages),
-            d(joint.local_cycles, in.local_cycles),      d(joint.latency_cycles, in.latency_cycles)};
+    cost::GatherFeatures f;
+    f.port_cycles = d(joint.port_cycles, in.port_cycles);
+    f.link_cycles = d(joint.link_cycles, in.link_cycles);
+    f.chip_link_cycles = d(joint.chip_link_cycles, in.chip_link_cycles);
+    f.order_cycles = d(joint.order_cycles, in.order_cycles);
+    f.messages = d(joint.messages, in.messages);
+    f.local_cycles = d(joint.local_cycles, in.local_cycles);
+    f.latency_cycles = d(joint.latency_cycles, in.latency_cycles);
+    return f;
   }
 
   // The moves into plan p of operator i, together, as the program makes them: their features

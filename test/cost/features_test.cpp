@@ -95,3 +95,53 @@ TEST_CASE("off-chip I/O spreads over every chip's channels", "[cost][features]")
   two["chip"]["offchip"]["channels"] = 2;
   CHECK(cost::offchip_cycles(sim::parse_config(two, "two channels"), 800) == Approx(150));
 }
+
+namespace {
+// Chips of two exchange cores (chip c holds cores 2c and 2c + 1) joined by `dims`: 256-byte
+// packets, 64-byte flits (the default).
+cost::Fabric chips_fabric(std::vector<Json> dims, std::vector<sim::Config>& keep) {
+  Json c = test::exchange_config(2);
+  c["system"] = {{"dimensions", dims}, {"packet_bytes", 256}, {"buffer_bytes", 4096}};
+  keep.push_back(sim::parse_config(c, "chips"));
+  return cost::Fabric(keep.back());
+}
+Json dim(const std::string& kind, int size) {
+  return {{"kind", kind}, {"size", size}, {"link_bytes_per_cycle", 100}, {"link_latency_cycles", 50}};
+}
+}  // namespace
+
+TEST_CASE("gather features between chips: links in dimension order, packets at least a flit", "[cost][features]") {
+  std::vector<sim::Config> keep;
+  keep.reserve(8);
+  // A ring of 4. Core 0 (chip 0) sends 1000 B to core 4 (chip 2): the two ways tie, so up,
+  // over links 0->1 and 1->2; core 2 (chip 1) sends 500 B to core 4 over 1->2; core 1 sends
+  // 10 B to core 6 (chip 3), down over 0->3, a flit's time (64 B). Link 1->2 carries 1500 B:
+  // 15 cycles at 100 B/cycle. The longest path: the exchange's 30 cycles and two links of 50.
+  // The busiest port: core 4 receives 1500 B at 4 B/cycle.
+  const std::vector<cost::Message> msgs{{0, 4, 1000}, {2, 4, 500}, {1, 6, 10}};
+  const cost::GatherFeatures ring = chips_fabric({dim("ring", 4)}, keep).gather(msgs);
+  CHECK(ring.chip_link_cycles == Approx(15));
+  CHECK(ring.link_cycles == 0);
+  CHECK(ring.latency_cycles == Approx(130));
+  CHECK(ring.port_cycles == Approx(375));
+  // 300 messages of 10 B from core 1 to core 6 (chip 3): 300 flits of 64 B on link 0->3, 192
+  // cycles, not the 30 their bytes would take.
+  std::vector<cost::Message> small(300, {1, 6, 10});
+  CHECK(chips_fabric({dim("ring", 4)}, keep).gather(small).chip_link_cycles == Approx(192));
+  // A switch of 4: up from chips 0 and 1, down into chip 2 (1500 B); two links on each path.
+  const cost::GatherFeatures sw = chips_fabric({dim("switch", 4)}, keep).gather(msgs);
+  CHECK(sw.chip_link_cycles == Approx(15));
+  CHECK(sw.latency_cycles == Approx(130));
+  // Fully connected: every pair has its own link, the busiest is 0->2 (1000 B), one link a path.
+  const cost::GatherFeatures fc = chips_fabric({dim("fully_connected", 4)}, keep).gather(msgs);
+  CHECK(fc.chip_link_cycles == Approx(10));
+  CHECK(fc.latency_cycles == Approx(80));
+  // A unidirectional ring: core 4 (chip 2) to core 0 (chip 0) goes up, 2->3->0; core 6 (chip 3)
+  // adds 700 B on 3->0: 1700 B.
+  const cost::GatherFeatures uni = chips_fabric({dim("unidirectional_ring", 4)}, keep).gather({{4, 0, 1000}, {6, 1, 700}});
+  CHECK(uni.chip_link_cycles == Approx(17));
+  // Two rings of 2 (chip = x + 2y): core 0 (0,0) to core 6 (1,1) crosses dimension 0 first
+  // (0->1), then dimension 1 (1->3), where core 2's 500 B from chip 1 join it: 15 cycles.
+  const cost::GatherFeatures two = chips_fabric({dim("ring", 2), dim("ring", 2)}, keep).gather({{0, 6, 1000}, {2, 6, 500}});
+  CHECK(two.chip_link_cycles == Approx(15));
+}
