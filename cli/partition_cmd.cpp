@@ -28,6 +28,10 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
   cmd->add_option("--seed", a.seed, "search seed (same seed, same samples)")->capture_default_str();
   cmd->add_option("--micro-batches", a.micro_batches, "micro-batches through the pipeline (each of --batch)")
       ->check(CLI::Range(2u, 1u << 16))->capture_default_str();
+  cmd->add_option("--chips-per-device", a.chips_per_device,
+                  "place operators on devices of this many consecutive chips, each device's share planned over all "
+                  "its cores (one operator can span its chips); the placement's \"chip\" numbers devices")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--weights-share", a.weights_share, "share of a chip's scratchpads the static memory check lets "
                                                       "weights take (the compiler's lowering is the full check)")
       ->check(CLI::Range(0.01, 1.0))->capture_default_str();
@@ -43,6 +47,7 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
 
 namespace {
 
+// `chips`: the placement's units (devices of --chips-per-device chips).
 partition::Placement read_placement(const std::string& path, const ir::Workload& w, std::uint32_t chips) {
   const Json j = read_json_file(path);
   auto fail = [&](const std::string& msg) { throw Error(fmt::format("placement {}: {}", path, msg)); };
@@ -60,7 +65,8 @@ partition::Placement read_placement(const std::string& path, const ir::Workload&
     const std::string name = e["name"].get<std::string>();
     if (!index.count(name)) fail(fmt::format("{}: '{}' is not an operator of '{}'", at, name, w.name));
     const auto chip = e["chip"].get<std::uint64_t>();
-    if (chip >= chips) fail(fmt::format("{}: chip {} of '{}', but the config has chips 0..{}", at, chip, name, chips - 1));
+    if (chip >= chips)
+      fail(fmt::format("{}: chip {} of '{}', but the placement's chips (devices) are 0..{}", at, chip, name, chips - 1));
     if (f[index[name]] != chips) fail(fmt::format("{}: '{}' is placed twice", at, name));
     f[index[name]] = static_cast<std::uint32_t>(chip);
   }
@@ -69,17 +75,20 @@ partition::Placement read_placement(const std::string& path, const ir::Workload&
   return f;
 }
 
-Json placement_json(const ir::Workload& w, const sim::Config& cfg, const partition::Placement& f) {
+Json placement_json(const ir::Workload& w, const sim::Config& cfg, const partition::Placement& f, std::uint32_t per_device) {
   Json ops = Json::array();
   for (std::size_t i = 0; i < f.size(); ++i) ops.push_back({{"name", w.ops()[i].name}, {"chip", f[i]}});
   std::uint32_t used = 0;
   for (auto c : f) used = std::max(used, c + 1);
-  return {{"workload", w.name}, {"config", cfg.name}, {"chips", cfg.system.chips}, {"chips_used", used}, {"operators", ops}};
+  Json j{{"workload", w.name}, {"config", cfg.name}, {"chips", cfg.system.chips / per_device}, {"chips_used", used},
+         {"operators", ops}};
+  if (per_device > 1) j["chips_per_device"] = per_device;
+  return j;
 }
 
 // The final table, one line per chip, printed and as the results file's "chips".
 Json chip_table(const compiler::PlacedModel& m, const compiler::PipelineRun& run) {
-  fmt::print("{:>5} {:>9} {:>12} {:>12} {:>14} {:>14}\n", "chip", "operators", "weights MiB", "sends KiB",
+  fmt::print("{:>5} {:>9} {:>12} {:>12} {:>14} {:>14}\n", m.chips_per_device == 1 ? "chip" : "dev", "operators", "weights MiB", "sends KiB",
              "predicted cyc", "simulated cyc");
   Json chips = Json::array();
   for (std::size_t c = 0; c < m.chips.size(); ++c) {
@@ -180,7 +189,12 @@ struct SampleCost {
 int partition_cmd(const PartitionArgs& a) {
   const sim::Config cfg = sim::load_config(a.model.config);
   if (cfg.system.chips < 2) throw Error(fmt::format("partition: config {} has one chip; give a system of chips", cfg.name));
-  if (cfg.system.chips > 64) throw Error(fmt::format("partition: config {} has {} chips; the solver places on at most 64", cfg.name, cfg.system.chips));
+  const std::uint32_t per = a.chips_per_device;
+  const sim::Config device = compiler::device_config(cfg, per);  // checks --chips-per-device
+  const std::uint32_t chips = cfg.system.chips / per;  // the placement's units
+  if (chips > 64)
+    throw Error(fmt::format("partition: config {} has {} chips ({} devices); the solver places on at most 64", cfg.name,
+                            cfg.system.chips, chips));
   if (a.model.opt.functional) throw Error("partition: timing runs only (--functional is not supported here)");
   const ir::Workload w = load_workload(a.model);
   // Every sample compiles shares of the same model for the same chip: the operators' candidate
@@ -188,22 +202,23 @@ int partition_cmd(const PartitionArgs& a) {
   schedule::FrontCache fronts;
   compiler::CompileOptions co = compile_options(a.model, cfg);
   co.fronts = &fronts;
-  const std::uint32_t chips = cfg.system.chips;
-  // The static stand-in for memory: weights may take a share of a chip's scratchpads (0.6 by
+  // The static stand-in for memory: weights may take a share of a device's scratchpads (0.6 by
   // default), the rest is left for activations, operands in their active layouts and the shift
-  // buffer. The compiler's lowering of each chip's share is the full check.
-  const auto capacity = static_cast<std::uint64_t>(a.weights_share * double(cfg.chip.cores) * double(cfg.chip.core.sram_bytes));
+  // buffer. The compiler's lowering of each device's share is the full check.
+  const auto capacity =
+      static_cast<std::uint64_t>(a.weights_share * double(device.total_cores()) * double(cfg.chip.core.sram_bytes));
   const partition::Graph g = partition::operator_graph(w, capacity);
   if (!a.serve)
-    fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} chips of {} cores, weights up to {:.1f} MiB each\n",
-               w.name, g.nodes, double(w.weight_bytes()) / (1 << 20), cfg.name, chips, cfg.chip.cores,
+    fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} {} of {} cores, weights up to {:.1f} MiB each\n",
+               w.name, g.nodes, double(w.weight_bytes()) / (1 << 20), cfg.name, chips,
+               per == 1 ? std::string("chips") : fmt::format("devices ({} chips each)", per), device.total_cores(),
                double(g.chip_capacity_bytes) / (1 << 20));
 
   const double clock = cfg.clock_ghz * 1e9;
   SampleCost cost;
   const partition::Evaluate evaluate = [&](const partition::Placement& f) -> partition::Score {
     try {
-      const compiler::PlacedModel m = compiler::compile_placed(w, f, cfg, co);
+      const compiler::PlacedModel m = compiler::compile_placed(w, f, cfg, co, per);
       cost.add_compile(m.compile_seconds);
       const double predicted = clock / m.predicted_interval_cycles;
       if (a.score_by == "model") return {predicted, true, predicted};
@@ -232,11 +247,11 @@ int partition_cmd(const PartitionArgs& a) {
     best = run_search(a, g, chips, evaluate, results);
   }
 
-  const compiler::PlacedModel m = compiler::compile_placed(w, best, cfg, co);
+  const compiler::PlacedModel m = compiler::compile_placed(w, best, cfg, co, per);
   const compiler::PipelineRun run = compiler::run_pipeline(m, cfg, a.micro_batches, true);
   results["chips"] = chip_table(m, run);
-  fmt::print("pipeline of {} micro-batches on {} chips: latency {} cycles, interval {:.0f} cycles (predicted {:.0f}), "
-             "{:.2f} micro-batches/s\n", a.micro_batches, m.chips.size(), run.latency_cycles, run.interval_cycles,
+  fmt::print("pipeline of {} micro-batches on {} {}: latency {} cycles, interval {:.0f} cycles (predicted {:.0f}), "
+             "{:.2f} micro-batches/s\n", a.micro_batches, m.chips.size(), per == 1 ? "chips" : "devices", run.latency_cycles, run.interval_cycles,
              m.predicted_interval_cycles, run.throughput_per_second);
   if (cost.compiled > 0) {
     fmt::print("per sample of the search ({} compiled): compile {:.2f} CPU-s (the first {:.2f}: it enumerates the "
@@ -249,7 +264,8 @@ int partition_cmd(const PartitionArgs& a) {
   results["pipeline"] = {{"latency_cycles", run.latency_cycles}, {"total_cycles", run.total_cycles},
                          {"interval_cycles", run.interval_cycles}, {"throughput_per_second", run.throughput_per_second},
                          {"predicted_interval_cycles", m.predicted_interval_cycles}};
-  results["placement"] = placement_json(w, cfg, best);
+  results["placement"] = placement_json(w, cfg, best, per);
+  results["chips_per_device"] = per;
   if (a.one_chip) {
     try {
       const sim::Config one = compiler::one_chip(cfg);
@@ -264,7 +280,7 @@ int partition_cmd(const PartitionArgs& a) {
       results["one_chip"] = {{"fits", false}};
     }
   }
-  if (!a.out.empty()) write_json(a.out, placement_json(w, cfg, best));
+  if (!a.out.empty()) write_json(a.out, placement_json(w, cfg, best, per));
   if (!a.results.empty()) write_json(a.results, results);
   if (!a.program.empty()) compiler::join(m, cfg, a.micro_batches).write(a.program);
   return 0;

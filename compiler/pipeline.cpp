@@ -17,6 +17,27 @@ sim::Config one_chip(const sim::Config& cfg) {
   return c;
 }
 
+sim::Config device_config(const sim::Config& cfg, std::uint32_t g) {
+  const std::uint32_t chips = cfg.system.chips;
+  auto fail = [&](const std::string& why) {
+    throw Error(fmt::format("devices of {} chips on config '{}' ({} chips): {}", g, cfg.name, chips, why));
+  };
+  if (g == 0 || g > chips || chips % g != 0) fail(fmt::format("expected a number of chips per device that divides {}", chips));
+  if (g == 1) return one_chip(cfg);
+  sim::Config c = cfg;
+  c.name = fmt::format("{} (a device of {} chips)", cfg.name, g);
+  if (g == chips) return c;
+  if (cfg.system.dimensions.size() != 1)
+    fail("a device smaller than the system needs a system of one dimension (its chips are consecutive along it)");
+  sim::Dimension& d = c.system.dimensions.front();
+  if (d.kind == sim::DimensionKind::UnidirectionalRing) fail("a unidirectional ring can only be one device, or one per chip");
+  if (d.kind == sim::DimensionKind::Ring && g != 2)
+    fail("a device of a ring is 2 chips or the whole ring (a longer segment has no link from its last chip to its first)");
+  d.size = g;
+  c.system.chips = g;
+  return c;
+}
+
 namespace {
 
 // The slowest rate a message between chips may meet: the narrowest dimension's link.
@@ -29,18 +50,21 @@ double slowest_link_bytes_per_cycle(const sim::Config& cfg) {
 }  // namespace
 
 PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f, const sim::Config& cfg,
-                           const CompileOptions& o) {
+                           const CompileOptions& o, std::uint32_t chips_per_device) {
   if (cfg.system.chips < 2) throw Error(fmt::format("placing '{}' on chips: config '{}' has one chip", w.name, cfg.name));
   const double t0 = sim::process_cpu_seconds();
   PlacedModel m;
   m.workload = w.name;
-  m.split = partition::split_workload(w, f, cfg.system.chips);
-  const sim::Config chip = one_chip(cfg);
+  m.chips_per_device = chips_per_device;
+  const sim::Config device = device_config(cfg, chips_per_device);
+  const std::uint32_t cores = device.total_cores();
+  m.split = partition::split_workload(w, f, cfg.system.chips / chips_per_device);
   for (std::size_t c = 0; c < m.split.chips.size(); ++c) {
     try {
-      m.chips.push_back(compile(m.split.chips[c], chip, o));
+      m.chips.push_back(compile(m.split.chips[c], device, o));
     } catch (const schedule::DoesNotFit& e) {
-      throw ChipFitError(fmt::format("chip {}: {}", c, e.what()), static_cast<std::uint32_t>(c));
+      throw ChipFitError(fmt::format("{} {}: {}", chips_per_device == 1 ? "chip" : "device", c, e.what()),
+                         static_cast<std::uint32_t>(c));
     }
   }
   m.sent_bytes.assign(m.chips.size(), 0);
@@ -49,8 +73,8 @@ PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f,
     const ir::Workload& to = m.split.chips[x.to];
     lower::ChipTransfer t{x.tensor, from.ops()[static_cast<std::size_t>(from.producer(x.tensor))].name,
                           from.tensor(x.tensor).shape, x.from, x.to,
-                          lower::home_views(from, m.chips[x.from].schedule, x.tensor, cfg.chip.cores),
-                          lower::stripes(to.tensor(x.tensor), cfg.chip.cores)};
+                          lower::home_views(from, m.chips[x.from].schedule, x.tensor, cores),
+                          lower::stripes(to.tensor(x.tensor), cores)};
     m.transfers.push_back(std::move(t));
     m.sent_bytes[x.from] += x.bytes;
   }
@@ -65,8 +89,10 @@ PlacedModel compile_placed(const ir::Workload& w, const partition::Placement& f,
 lower::Lowered join(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches) {
   std::vector<const lower::Lowered*> programs;
   for (const auto& c : m.chips) programs.push_back(&c.program);
+  const std::string on = m.chips_per_device == 1 ? fmt::format("{} chips", m.chips.size())
+                                                : fmt::format("{} devices of {} chips", m.chips.size(), m.chips_per_device);
   return lower::join_chips(programs, m.transfers, cfg, micro_batches,
-                           fmt::format("{} on {} chips, {} micro-batches", m.workload, m.chips.size(), micro_batches));
+                           fmt::format("{} on {}, {} micro-batches", m.workload, on, micro_batches), m.chips_per_device);
 }
 
 PipelineRun run_pipeline(const PlacedModel& m, const sim::Config& cfg, std::uint32_t micro_batches, bool chip_alone) {
@@ -84,7 +110,7 @@ PipelineRun run_pipeline(const PlacedModel& m, const sim::Config& cfg, std::uint
                       static_cast<double>(micro_batches - 1);
   r.throughput_per_second = r.interval_cycles > 0 ? cfg.clock_ghz * 1e9 / r.interval_cycles : 0.0;
   if (chip_alone) {
-    const sim::Config one = one_chip(cfg);
+    const sim::Config one = device_config(cfg, m.chips_per_device);
     for (const auto& c : m.chips) r.chip_cycles.push_back(cycles(c.program, one, nullptr));
   }
   return r;

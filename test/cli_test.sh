@@ -219,6 +219,11 @@ sed 's/"fc1", "chip": 0/"fc1", "chip": 1/; s/"act", "chip": 1/"act", "chip": 0/'
 check "partition: a backward edge is the validator's error, exit 1" "[ $? -eq 1 ] && grep -q 'from chip 1 back to chip 0' $tmp/out"
 "$tessera" partition --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" >"$tmp/out" 2>&1
 check "partition: a one-chip config is a named error" "[ $? -eq 1 ] && grep -q 'has one chip' $tmp/out"
+"$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --chips-per-device 2 >"$tmp/out" 2>&1
+check "partition: devices of part of a unidirectional ring are a named error" "[ $? -eq 1 ] && grep -q 'devices of 2 chips on config .mcm-ring-36.*unidirectional ring' $tmp/out"
+"$tessera" partition --config "$src/configs/vipu-2.json" --workload "$src/workloads/tiny-mlp.json" --chips-per-device 2 \
+  --search greedy --budget-samples 1 --out "$tmp/dev.json" >"$tmp/out" 2>&1
+check "partition: a device of both chips of vipu-2 runs, its placement says so" "[ $? -eq 0 ] && grep -q '1 devices (2 chips each) of 2944 cores' $tmp/out && grep -q '\"chips_per_device\": 2' $tmp/dev.json"
 printf '{"proposal": [1, 0, 1, 1], "seed": 3}\n{"proposal": [0]}\n' | "$tessera" partition --config "$src/configs/mcm-ring-36.json" \
   --workload "$src/workloads/tiny-mlp.json" --serve --score-by model >"$tmp/out" 2>&1
 # FIX keeps what it can of [1, 0, 1, 1]: fc1 cannot stay on chip 1 above bias1 on chip 0 with

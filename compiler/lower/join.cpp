@@ -25,7 +25,8 @@ namespace {
 // item moved to the joined tables.
 class Joiner {
  public:
-  Joiner(const sim::Config& cfg, const std::string& name, bool functional) : n_(cfg.chip.cores) {
+  Joiner(const sim::Config& cfg, const std::string& name, bool functional, std::uint32_t chips_per_device)
+      : n_(cfg.chip.cores * chips_per_device), chips_per_device_(chips_per_device) {
     out_.name = name;
     out_.functional = functional;
     const std::uint32_t total = cfg.total_cores();
@@ -50,13 +51,15 @@ class Joiner {
     for (std::size_t g = 0; g < p.groups.size(); ++g) {
       std::vector<std::uint32_t> members = p.groups[g].second;
       for (auto& c : members) c += base;
-      const std::string gname = g == 0 ? fmt::format("chip{}", chip) : fmt::format("chip{}.{}", chip, p.groups[g].first);
+      const std::string dev = chips_per_device_ == 1 ? fmt::format("chip{}", chip) : fmt::format("device{}", chip);
+      const std::string gname = g == 0 ? dev : fmt::format("{}.{}", dev, p.groups[g].first);
       m.groups.push_back(static_cast<std::uint32_t>(out_.groups.size()));
       out_.groups.push_back({gname, std::move(members)});
     }
-    for (const auto& t : p.offchip) {
+    for (const auto& t : p.offchip) {  // on the chip the device's program put it on
+      const std::uint32_t on = chip * chips_per_device_ + t.chip;
       m.offchip.push_back(static_cast<std::uint32_t>(out_.offchip.size()));
-      out_.offchip.push_back({chip == 0 ? t.name : fmt::format("{}@chip{}", t.name, chip), chip, t.bytes});
+      out_.offchip.push_back({on == 0 ? t.name : fmt::format("{}@chip{}", t.name, on), on, t.bytes});
     }
     for (CompItem ci : p.comps) {
       for (int& i : ci.ins) i = m.names[static_cast<std::size_t>(i)];
@@ -155,7 +158,7 @@ class Joiner {
     return it->second;
   }
 
-  std::uint32_t n_;
+  std::uint32_t n_, chips_per_device_;
   Lowered out_;
   std::unordered_map<std::string, int> names_, tags_;
 };
@@ -213,21 +216,25 @@ Bytes peak_of(const std::vector<LItem>& items) {
 }  // namespace
 
 Lowered join_chips(const std::vector<const Lowered*>& chips, const std::vector<ChipTransfer>& transfers,
-                   const sim::Config& system, std::uint32_t micro_batches, const std::string& name) {
+                   const sim::Config& system, std::uint32_t micro_batches, const std::string& name,
+                   std::uint32_t chips_per_device) {
   if (chips.empty()) throw Error("joining chip programs: there are none");
-  if (chips.size() > system.system.chips)
-    throw Error(fmt::format("joining chip programs: {} chips' programs, but config '{}' has {} chips", chips.size(),
-                            system.name, system.system.chips));
+  if (chips_per_device == 0 || system.system.chips % chips_per_device != 0)
+    throw Error(fmt::format("joining chip programs: devices of {} chips do not divide config '{}''s {} chips",
+                            chips_per_device, system.name, system.system.chips));
+  if (chips.size() > system.system.chips / chips_per_device)
+    throw Error(fmt::format("joining chip programs: {} programs, but config '{}' has {} chips ({} per program)",
+                            chips.size(), system.name, system.system.chips, chips_per_device));
   if (micro_batches == 0) throw Error("joining chip programs: micro-batches must be at least 1");
-  const std::uint32_t n = system.chip.cores;
+  const std::uint32_t n = system.chip.cores * chips_per_device;
   for (std::size_t c = 0; c < chips.size(); ++c) {
     if (chips[c]->cores.size() != n)
-      throw Error(fmt::format("joining chip programs: chip {}'s program is for {} cores, config '{}' has {} per chip", c,
-                              chips[c]->cores.size(), system.name, n));
+      throw Error(fmt::format("joining chip programs: program {} is for {} cores, config '{}' has {} per {}", c,
+                              chips[c]->cores.size(), system.name, n, chips_per_device == 1 ? "chip" : "device"));
     if (chips[c]->functional != chips.front()->functional)
       throw Error("joining chip programs: some are functional and some are not");
   }
-  Joiner j(system, name, chips.front()->functional);
+  Joiner j(system, name, chips.front()->functional, chips_per_device);
   std::vector<std::vector<std::vector<LItem>>> local;
   for (std::size_t c = 0; c < chips.size(); ++c) local.push_back(j.add_chip(*chips[c], static_cast<std::uint32_t>(c)));
   const std::uint32_t total = system.total_cores();

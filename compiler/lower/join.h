@@ -35,7 +35,10 @@ struct ChipTransfer {
 // goes on with its next micro-batch while the receivers are still busy with the previous one.
 // micro_batches 1: no repeat. Throws Error when the chips do not fit the system.
 // `chips` are not copied: a search joins the same chip programs twice per sample.
+// `chips_per_device` > 1: each program is a device's, lowered for that many consecutive chips'
+// cores (n is then their cores together), and "chip" above reads "device".
 Lowered join_chips(const std::vector<const Lowered*>& chips, const std::vector<ChipTransfer>& transfers,
-                   const sim::Config& system, std::uint32_t micro_batches, const std::string& name);
+                   const sim::Config& system, std::uint32_t micro_batches, const std::string& name,
+                   std::uint32_t chips_per_device = 1);
 
 }  // namespace tessera::lower
