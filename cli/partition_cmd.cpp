@@ -30,8 +30,9 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
       ->check(CLI::Range(2u, 1u << 16))->capture_default_str();
   cmd->add_option("--chips-per-device", a.chips_per_device,
                   "place operators on devices of this many consecutive chips, each device's share planned over all "
-                  "its cores (one operator can span its chips); the placement's \"chip\" numbers devices")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+                  "its cores (one operator can span its chips; the placement's \"chip\" numbers devices), or auto: "
+                  "search every size the system allows and keep the best")
+      ->capture_default_str();
   cmd->add_option("--weights-share", a.weights_share, "share of a chip's scratchpads the static memory check lets "
                                                       "weights take (the compiler's lowering is the full check)")
       ->check(CLI::Range(0.01, 1.0))->capture_default_str();
@@ -184,17 +185,69 @@ struct SampleCost {
   }
 };
 
+// The device sizes `--chips-per-device auto` tries: every G that divides the chips, that the
+// system can be cut into (compiler::device_config) and that leaves at most 64 devices.
+std::vector<std::uint32_t> device_sizes(const sim::Config& cfg) {
+  std::vector<std::uint32_t> sizes;
+  for (std::uint32_t g = 1; g <= cfg.system.chips; ++g) {
+    if (cfg.system.chips % g != 0 || cfg.system.chips / g > 64) continue;
+    try {
+      compiler::device_config(cfg, g);
+      sizes.push_back(g);
+    } catch (const Error&) {
+    }
+  }
+  return sizes;
+}
+
+// The static stand-in for memory: weights may take a share of a device's scratchpads (0.6 by
+// default), the rest is left for activations, operands in their active layouts and the shift
+// buffer. The compiler's lowering of each device's share is the full check.
+partition::Graph device_graph(const PartitionArgs& a, const sim::Config& cfg, const ir::Workload& w, std::uint32_t per) {
+  const sim::Config device = compiler::device_config(cfg, per);
+  const auto capacity =
+      static_cast<std::uint64_t>(a.weights_share * double(device.total_cores()) * double(cfg.chip.core.sram_bytes));
+  const partition::Graph g = partition::operator_graph(w, capacity);
+  if (!a.serve)
+    fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} {} of {} cores, weights up to {:.1f} MiB each\n",
+               w.name, g.nodes, double(w.weight_bytes()) / (1 << 20), cfg.name, cfg.system.chips / per,
+               per == 1 ? std::string("chips") : fmt::format("devices ({} chips each)", per), device.total_cores(),
+               double(g.chip_capacity_bytes) / (1 << 20));
+  return g;
+}
+
+// --chips-per-device: one size (checked: a number of chips the system can be cut into, at most
+// 64 devices) or, for auto, every size the system allows.
+std::vector<std::uint32_t> requested_sizes(const PartitionArgs& a, const sim::Config& cfg) {
+  if (a.chips_per_device == "auto") {
+    if (!a.placement.empty() || a.serve)
+      throw Error("partition: --chips-per-device auto searches; --placement and --serve need a number of chips per device");
+    return device_sizes(cfg);
+  }
+  std::uint32_t per = 0;
+  try {
+    std::size_t used = 0;
+    const unsigned long v = std::stoul(a.chips_per_device, &used);
+    if (used != a.chips_per_device.size() || v == 0 || v > cfg.system.chips) throw std::invalid_argument("range");
+    per = static_cast<std::uint32_t>(v);
+  } catch (const std::exception&) {
+    throw Error(fmt::format("partition: --chips-per-device '{}': expected 'auto' or a number of chips from 1 to {}",
+                            a.chips_per_device, cfg.system.chips));
+  }
+  compiler::device_config(cfg, per);  // names what does not hold
+  if (cfg.system.chips / per > 64)
+    throw Error(fmt::format("partition: config {} has {} chips ({} devices); the solver places on at most 64", cfg.name,
+                            cfg.system.chips, cfg.system.chips / per));
+  return {per};
+}
+
 }  // namespace
 
 int partition_cmd(const PartitionArgs& a) {
   const sim::Config cfg = sim::load_config(a.model.config);
   if (cfg.system.chips < 2) throw Error(fmt::format("partition: config {} has one chip; give a system of chips", cfg.name));
-  const std::uint32_t per = a.chips_per_device;
-  const sim::Config device = compiler::device_config(cfg, per);  // checks --chips-per-device
-  const std::uint32_t chips = cfg.system.chips / per;  // the placement's units
-  if (chips > 64)
-    throw Error(fmt::format("partition: config {} has {} chips ({} devices); the solver places on at most 64", cfg.name,
-                            cfg.system.chips, chips));
+  const bool any_size = a.chips_per_device == "auto";
+  const std::vector<std::uint32_t> sizes = requested_sizes(a, cfg);
   if (a.model.opt.functional) throw Error("partition: timing runs only (--functional is not supported here)");
   const ir::Workload w = load_workload(a.model);
   // Every sample compiles shares of the same model for the same chip: the operators' candidate
@@ -202,20 +255,10 @@ int partition_cmd(const PartitionArgs& a) {
   schedule::FrontCache fronts;
   compiler::CompileOptions co = compile_options(a.model, cfg);
   co.fronts = &fronts;
-  // The static stand-in for memory: weights may take a share of a device's scratchpads (0.6 by
-  // default), the rest is left for activations, operands in their active layouts and the shift
-  // buffer. The compiler's lowering of each device's share is the full check.
-  const auto capacity =
-      static_cast<std::uint64_t>(a.weights_share * double(device.total_cores()) * double(cfg.chip.core.sram_bytes));
-  const partition::Graph g = partition::operator_graph(w, capacity);
-  if (!a.serve)
-    fmt::print("{}: {} operators, {:.1f} MiB of weights; {}: {} {} of {} cores, weights up to {:.1f} MiB each\n",
-               w.name, g.nodes, double(w.weight_bytes()) / (1 << 20), cfg.name, chips,
-               per == 1 ? std::string("chips") : fmt::format("devices ({} chips each)", per), device.total_cores(),
-               double(g.chip_capacity_bytes) / (1 << 20));
 
   const double clock = cfg.clock_ghz * 1e9;
   SampleCost cost;
+  std::uint32_t per = sizes.front();
   const partition::Evaluate evaluate = [&](const partition::Placement& f) -> partition::Score {
     try {
       const compiler::PlacedModel m = compiler::compile_placed(w, f, cfg, co, per);
@@ -235,16 +278,49 @@ int partition_cmd(const PartitionArgs& a) {
     }
   };
 
-  if (a.serve) return serve(w, g, chips, evaluate);
+  if (a.serve) return serve(w, device_graph(a, cfg, w, per), cfg.system.chips / per, evaluate);
 
   Json results{{"workload", w.name}, {"config", cfg.name}, {"search", a.search}, {"score_by", a.score_by},
                {"seed", a.seed}, {"micro_batches", a.micro_batches}};
   partition::Placement best;
   if (!a.placement.empty()) {
-    best = read_placement(a.placement, w, chips);
+    device_graph(a, cfg, w, per);
+    best = read_placement(a.placement, w, cfg.system.chips / per);
     results["search"] = "given";
   } else {
-    best = run_search(a, g, chips, evaluate, results);
+    // One search per device size (one unless auto); the best throughput any of them found wins.
+    double best_throughput = -1;
+    std::uint32_t chosen = sizes.front();
+    Json tried = Json::array();
+    for (std::uint32_t g : sizes) {
+      per = g;
+      const partition::Graph graph = device_graph(a, cfg, w, g);
+      Json r = results;
+      try {
+        const partition::Placement p = run_search(a, graph, cfg.system.chips / g, evaluate, r);
+        const double t = r["convergence"].empty() ? 0.0 : r["convergence"].back()["best_per_second"].get<double>();
+        tried.push_back({{"chips_per_device", g}, {"best_per_second", t}});
+        if (t > best_throughput) {
+          best_throughput = t;
+          best = p;
+          results = r;
+          chosen = g;
+        }
+      } catch (const Error& e) {
+        if (!any_size) throw;
+        fmt::print("devices of {} chips: {}\n", g, e.what());
+        tried.push_back({{"chips_per_device", g}, {"best_per_second", 0.0}});
+      }
+    }
+    if (best.empty()) throw Error(fmt::format("partition: no sample of {} fits any device size of {}", w.name, cfg.name));
+    per = chosen;
+    if (any_size) {
+      for (const auto& t : tried)
+        fmt::print("devices of {} chips: best {:.2f} micro-batches/s by the {}\n", t["chips_per_device"].get<std::uint32_t>(),
+                   t["best_per_second"].get<double>(), a.score_by == "model" ? "cost model" : "simulator");
+      fmt::print("chose devices of {} chips\n", per);
+      results["devices_tried"] = tried;
+    }
   }
 
   const compiler::PlacedModel m = compiler::compile_placed(w, best, cfg, co, per);

@@ -14,7 +14,7 @@ struct PartitionArgs {
   double budget_seconds = 0;
   std::uint64_t seed = 1;
   std::uint32_t micro_batches = 4;
-  std::uint32_t chips_per_device = 1;  // the placement's unit: groups of this many consecutive chips
+  std::string chips_per_device = "1";  // the placement's unit: groups of this many consecutive chips, or "auto"
   double weights_share = 0.6;      // of a chip's scratchpads, for weights in the static check
   std::string placement;           // evaluate this placement instead of searching
   std::string out, results, program;

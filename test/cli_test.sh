@@ -221,6 +221,13 @@ check "partition: a backward edge is the validator's error, exit 1" "[ $? -eq 1 
 check "partition: a one-chip config is a named error" "[ $? -eq 1 ] && grep -q 'has one chip' $tmp/out"
 "$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --chips-per-device 2 >"$tmp/out" 2>&1
 check "partition: devices of part of a unidirectional ring are a named error" "[ $? -eq 1 ] && grep -q 'devices of 2 chips on config .mcm-ring-36.*unidirectional ring' $tmp/out"
+"$tessera" partition --config "$src/configs/vipu-2.json" --workload "$src/workloads/tiny-mlp.json" --chips-per-device two >"$tmp/out" 2>&1
+check "partition: a device size that is not a number is a named error" "[ $? -eq 1 ] && grep -q \"chips-per-device 'two': expected 'auto' or a number of chips from 1 to 2\" $tmp/out"
+"$tessera" partition --config "$src/configs/vipu-2.json" --workload "$src/workloads/tiny-mlp.json" --chips-per-device auto --placement "$tmp/pl.json" >"$tmp/out" 2>&1
+check "partition: auto device size with a given placement is a named error" "[ $? -eq 1 ] && grep -q 'placement and --serve need a number of chips per device' $tmp/out"
+"$tessera" partition --config "$src/configs/vipu-2.json" --workload "$src/workloads/tiny-mlp.json" --chips-per-device auto \
+  --search greedy --score-by model --results "$tmp/auto.json" >"$tmp/out" 2>&1
+check "partition: auto tries every device size and says which it chose" "[ $? -eq 0 ] && grep -q 'chose devices of' $tmp/out && grep -q '\"devices_tried\"' $tmp/auto.json"
 "$tessera" partition --config "$src/configs/vipu-2.json" --workload "$src/workloads/tiny-mlp.json" --chips-per-device 2 \
   --search greedy --budget-samples 1 --out "$tmp/dev.json" >"$tmp/out" 2>&1
 check "partition: a device of both chips of vipu-2 runs, its placement says so" "[ $? -eq 0 ] && grep -q '1 devices (2 chips each) of 2944 cores' $tmp/out && grep -q '\"chips_per_device\": 2' $tmp/dev.json"
