@@ -106,14 +106,15 @@ Json chip_table(const compiler::PlacedModel& m, const compiler::PipelineRun& run
 
 // The search the arguments ask for; prints each new best and writes the convergence into
 // `results`. Throws when no sample fits.
-partition::Placement run_search(const PartitionArgs& a, const partition::Graph& g, std::uint32_t chips,
-                                const partition::Evaluate& evaluate, Json& results) {
+// Returns the best placement and its score (r.best, r.best_throughput).
+partition::SearchResult run_search(const PartitionArgs& a, const partition::Graph& g, std::uint32_t chips,
+                                   const partition::Evaluate& evaluate, Json& results) {
   partition::SearchOptions so;
   so.method = a.search;
   so.budget_samples = a.search == "greedy" ? 10 : a.budget_samples;
   so.budget_seconds = a.budget_seconds;
   so.seed = a.seed;
-  const partition::SearchResult r = partition::search(g, chips, evaluate, so);
+  partition::SearchResult r = partition::search(g, chips, evaluate, so);
   Json conv = Json::array();
   for (const auto& s : r.samples) {
     conv.push_back({{"sample", s.index}, {"throughput_per_second", s.throughput}, {"best_per_second", s.best},
@@ -130,7 +131,7 @@ partition::Placement run_search(const PartitionArgs& a, const partition::Graph& 
   if (r.best.empty())
     throw Error(fmt::format("partition: no sample of {} fits the chips of {}", results["workload"].get<std::string>(),
                             results["config"].get<std::string>()));
-  return r.best;
+  return r;
 }
 
 // --serve: a learner outside (scripts/partition_rl.py) proposes placements, this process repairs
@@ -258,6 +259,8 @@ int partition_cmd(const PartitionArgs& a) {
 
   const double clock = cfg.clock_ghz * 1e9;
   SampleCost cost;
+  // The device size the samples are compiled for: the evaluation reads it, the loop over sizes
+  // below sets it before each search.
   std::uint32_t per = sizes.front();
   const partition::Evaluate evaluate = [&](const partition::Placement& f) -> partition::Score {
     try {
@@ -297,12 +300,11 @@ int partition_cmd(const PartitionArgs& a) {
       const partition::Graph graph = device_graph(a, cfg, w, g);
       Json r = results;
       try {
-        const partition::Placement p = run_search(a, graph, cfg.system.chips / g, evaluate, r);
-        const double t = r["convergence"].empty() ? 0.0 : r["convergence"].back()["best_per_second"].get<double>();
-        tried.push_back({{"chips_per_device", g}, {"best_per_second", t}});
-        if (t > best_throughput) {
-          best_throughput = t;
-          best = p;
+        const partition::SearchResult found = run_search(a, graph, cfg.system.chips / g, evaluate, r);
+        tried.push_back({{"chips_per_device", g}, {"best_per_second", found.best_throughput}});
+        if (found.best_throughput > best_throughput) {
+          best_throughput = found.best_throughput;
+          best = found.best;
           results = r;
           chosen = g;
         }
