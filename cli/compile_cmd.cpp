@@ -123,6 +123,9 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
   cmd->add_option("--min-padding-ratio", a.opt.min_padding_ratio, "smallest |tensor| / |padded tensor| a plan may have")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--reserve-bytes", a.opt.reserve_bytes, "per-core scratchpad kept for code and runtime")->capture_default_str();
+  cmd->add_flag("--paper-reconciliation", a.opt.paper_reconciliation,
+                "t10: the paper's memory reconciliation alone (each operator's fastest plan, its setup added after); default: "
+                "also one that prices each plan with its setup, the schedule predicted fastest kept");
   cmd->add_flag("--offchip-io", a.opt.offchip_io, "time loading model inputs from off-chip memory and storing outputs (default: inputs start on chip)");
   cmd->add_flag("--functional", a.opt.functional, "carry real values: unrolled program, outputs checked against a reference evaluation");
   cmd->add_option("--inputs", a.inputs, "functional mode: JSON {\"input\": [values]} of model input values (default: generated)");
@@ -172,6 +175,7 @@ int run_cmd(const CompileArgs& a) {
   o.results["schedule_planner"] = c.schedule.planner;
   o.results["cost_model"] = cost_model_name(a);
   o.results["plans_steered_by"] = c.schedule.steered_by;
+  if (!c.schedule.plan_choice.empty()) o.results["plan_choice"] = c.schedule.plan_choice;
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
   o.results["operator_table"] = report;
   o.results["idle_bytes_per_core"] = c.schedule.idle_bytes_per_core;

@@ -77,6 +77,7 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   so.target.min_parallelism = o.min_parallelism;
   so.target.min_padding_ratio = o.min_padding_ratio;
   so.reserve_bytes = o.reserve_bytes;
+  so.paper_reconciliation = o.paper_reconciliation;
   schedule::FrontCache own_fronts;
   so.fronts = o.fronts ? o.fronts : &own_fronts;
   if (o.model.calibrated() || o.model.simulate) {

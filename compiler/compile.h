@@ -21,6 +21,7 @@ struct CompileOptions {
   double min_padding_ratio = 0.9;
   Bytes reserve_bytes = 0;
   bool offchip_io = false;  // time loading model inputs and storing outputs (lower::Options)
+  bool paper_reconciliation = false;  // schedule::Options::paper_reconciliation
   cost::Model model;        // prices plans (t10); empty: the analytical model
   // Candidate fronts shared by compiles (schedule::FrontCache: a partition search compiles the
   // shares of one model over and over); null: the compile keeps its own for its retries.

@@ -35,6 +35,11 @@ check "operator table printed" "grep -q '^fc1 ' $tmp/out"
 check "results carry the operator table" "grep -q operator_table $tmp/r3.json"
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --planner vgm --quiet >"$tmp/out" 2>&1
 check "built-in model runs with vgm" "[ $? -eq 0 ] && grep -q 'vgm planner' $tmp/out"
+# The paper's reconciliation alone keeps the fastest-plan choice; the default says which it kept.
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --quiet --paper-reconciliation --out "$tmp/pr.json" >/dev/null 2>&1
+check "--paper-reconciliation keeps the fastest plans" "[ $? -eq 0 ] && grep -q '\"plan_choice\": \"fastest\"' $tmp/pr.json"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --planner vgm --quiet --out "$tmp/pv.json" >/dev/null 2>&1
+check "vgm results carry no plan_choice" "[ $? -eq 0 ] && ! grep -q plan_choice $tmp/pv.json"
 # Fast-forward: NeRF's stretches between global barriers repeat; replaying them gives the same
 # results file as simulating every one (3844 cycles), but for the fast_forward counts.
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --quiet --out "$tmp/ff.json" >/dev/null 2>&1

@@ -37,6 +37,10 @@ struct Schedule {
   // T10 with a calibrated model: which search's plans it kept ("calibrated": steered by the
   // model; "analytical": steered by the analytical weights, judged faster by the model).
   std::string steered_by = "analytical";
+  // T10: the choice of active plans kept (Options::paper_reconciliation): "fastest" (the paper's:
+  // each operator's fastest plan, its setup added after) or "with-setup" (priced with its setup);
+  // empty for VGM and collage schedules.
+  std::string plan_choice;
   std::vector<OpSchedule> ops;  // one per workload operator
   double predicted_cycles = 0;       // the operators, plus offchip_cycles
   // With --offchip-io: loading the model inputs before the first operator and storing the
@@ -77,6 +81,10 @@ struct Options {
   // Prices gathers and shift rounds where the target's model is the oracle (--price-by simulate).
   cost::Oracle* oracle = nullptr;
   FrontCache* fronts = nullptr;  // null: each schedule enumerates its own
+  // T10: the paper's memory reconciliation alone (Algorithm 1: each operator's fastest plan,
+  // its setup added after). Default: also a reconciliation and a choice that price each plan
+  // with its setup from the idle layout, the schedule predicted fastest kept (docs/compiler.md).
+  bool paper_reconciliation = false;
 };
 
 // T10; with a calibrated target model, the better (by that model) of the search it steers and
