@@ -573,6 +573,194 @@ Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
 
 namespace {
 
+// T10's memory reconciliation (Algorithm 1, lines 3-15) over each operator's candidate plans: idle
+// layouts grow greedily from the leanest where they save the most setup per byte, and at every
+// step the active plans are chosen two ways (the paper's fastest plan, and the plan with the
+// least time + setup from its idle layout); the best state of each way is kept.
+class Reconciler {
+ public:
+  struct State {
+    double t = std::numeric_limits<double>::infinity();
+    Bytes idle_bytes = 0;
+    std::vector<std::size_t> idle, act;
+  };
+
+  // Throws DoesNotFit when the leanest idle layouts and the live activations exceed `sram`.
+  Reconciler(const ir::Workload& w, const std::vector<std::string>& sigs,
+             const std::vector<std::vector<plan::Plan>>& fronts, Exchanges& exchanges, Bytes sram, Bytes live)
+      : w_(w), sigs_(sigs), fronts_(fronts), ex_(exchanges), sram_(sram), live_(live), n_(w.ops().size()),
+        setup_memo_(n_), input_memo_(n_), producers_(n_), wbytes_(n_) {
+    for (std::size_t i = 0; i < n_; ++i) {
+      for (const auto& p : fronts_[i]) wbytes_[i].push_back(weight_bytes(p, w_));
+      for (const auto& in : w_.ops()[i].expr.inputs) {
+        const ir::Tensor& x = w_.tensor(in.tensor);
+        const int prod = x.role == ir::TensorRole::Weight ? -1 : w_.producer(x.name);
+        if (prod >= 0 && static_cast<std::size_t>(prod) < i) producers_[i].push_back(static_cast<std::size_t>(prod));
+      }
+    }
+    lean_start();
+  }
+
+  // One reconciliation from the lean start, its idle moves steered by the active plans that one
+  // way of choosing picks; appends its steps to `history` when given.
+  void run(bool steer_with_setup, std::vector<Schedule::Step>* history) {
+    std::vector<std::size_t> idle = lean_idle_, act(n_, 0);
+    Bytes idle_bytes = lean_bytes_;
+    for (std::size_t step = 0; step < 4 * n_ + 64; ++step) {
+      const Bytes m_act = sram_ - idle_bytes - live_;
+      std::vector<std::size_t> other = act;
+      const double t_steer = choose(steer_with_setup, idle, m_act, step == 0 ? &idle_bytes : nullptr, act);
+      if (t_steer == kInf) break;
+      const double t_other = choose(!steer_with_setup, idle, m_act, nullptr, other);
+      if (history) history->push_back({idle_bytes, t_steer});
+      keep(steer_with_setup, State{t_steer, idle_bytes, idle, act});
+      keep(!steer_with_setup, State{t_other, idle_bytes, idle, other});
+      if (!grow_idle(idle, idle_bytes, act)) break;
+    }
+  }
+  const State& best(bool with_setup) const { return best_[with_setup ? 1 : 0]; }
+
+ private:
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  Bytes idle_total(const std::vector<std::size_t>& idle) const {
+    Bytes b = 0;
+    for (std::size_t i = 0; i < n_; ++i) b += wbytes_[i][idle[i]];
+    return b;
+  }
+
+  // Line 3: every operator's weights start in their most memory-efficient plan. An operator
+  // whose every plan needs a second copy of its weights beside the lean idle ones may still fit
+  // when its weights rest in a plan's own layout (no setup copy): it starts there.
+  void lean_start() {
+    lean_idle_.assign(n_, 0);
+    for (std::size_t i = 0; i < n_; ++i)
+      for (std::size_t q = 0; q < fronts_[i].size(); ++q)
+        if (wbytes_[i][q] < wbytes_[i][lean_idle_[i]]) lean_idle_[i] = q;
+    const Bytes lean = idle_total(lean_idle_);
+    const Bytes m_act0 = sram_ > lean + live_ ? sram_ - lean - live_ : 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (!has_weights(w_.ops()[i], w_)) continue;
+      bool fits = false;
+      for (const auto& p : fronts_[i]) fits = fits || (!p.weights_striped && p.cost.memory_bytes <= m_act0);
+      if (fits) continue;
+      std::size_t pick = lean_idle_[i];
+      for (std::size_t q = 0; q < fronts_[i].size(); ++q)
+        if (!fronts_[i][q].weights_striped &&
+            (pick == lean_idle_[i] || fronts_[i][q].cost.memory_bytes < fronts_[i][pick].cost.memory_bytes))
+          pick = q;
+      lean_idle_[i] = pick;
+    }
+    lean_bytes_ = idle_total(lean_idle_);
+    if (lean_bytes_ + live_ > sram_)
+      throw DoesNotFit(fmt::format("workload '{}' does not fit (t10 planner): weights need {} bytes per core in "
+                                   "their leanest layout and live activations {}, but a core has {} bytes; short by {} "
+                                   "bytes per core",
+                                   w_.name, lean_bytes_, live_, sram_, lean_bytes_ + live_ - sram_));
+  }
+
+  // Line 8: per operator in program order, the fastest plan that fits the active memory (the
+  // op's own idle weights are already resident when the active plan equals the idle one). With
+  // `with_setup`, each plan is priced with its setup from the operator's idle layout: a plan that
+  // copies its weights to many cores is fast once set up, but receiving the copies can cost more
+  // than they save. Returns the total, setup included, or infinity when an operator fits no plan
+  // (a DoesNotFit error on the first step: `first_step_idle` is then given).
+  double choose(bool with_setup, const std::vector<std::size_t>& idle, Bytes m_act, const Bytes* first_step_idle,
+                std::vector<std::size_t>& a) {
+    double total = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      double best_t = kInf;
+      bool found = false;
+      for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
+        const plan::Plan& p = fronts_[i][q];
+        if (p.weights_striped) continue;
+        if (p.cost.memory_bytes - (q == idle[i] ? wbytes_[i][q] : 0) > m_act) continue;
+        double t = p.cost.total_cycles - p.cost.input_cycles + input_price(i, q, a);
+        if (with_setup) t += setup_price(i, idle[i], q);
+        if (t < best_t) { best_t = t; a[i] = q; found = true; }
+      }
+      if (!found) {
+        if (first_step_idle) {
+          Bytes need = std::numeric_limits<Bytes>::max();
+          for (const auto& p : fronts_[i]) need = std::min(need, p.cost.memory_bytes);
+          does_not_fit(w_, w_.ops()[i], need, m_act, "t10",
+                       fmt::format("{} bytes hold every operator's idle weights and {} bytes live activations",
+                                   *first_step_idle, live_));
+        }
+        return kInf;
+      }
+      total += with_setup ? best_t : best_t + setup_price(i, idle[i], a[i]);
+    }
+    return total;
+  }
+
+  // Lines 9-15: the idle-plan change that saves the most setup time per added idle byte, applied
+  // to its operator and every identical one (the layers of a model: same plans, same trade).
+  // False when no change saves anything or the best one does not fit.
+  bool grow_idle(std::vector<std::size_t>& idle, Bytes& idle_bytes, const std::vector<std::size_t>& act) {
+    double best_ratio = 0;
+    std::size_t bo = n_, bq = 0;
+    Bytes bdelta = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (!has_weights(w_.ops()[i], w_)) continue;
+      const double cur = setup_price(i, idle[i], act[i]);
+      if (cur <= 0) continue;
+      const Bytes cur_mem = wbytes_[i][idle[i]];
+      for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
+        const Bytes mem = wbytes_[i][q];
+        if (mem < cur_mem || q == idle[i] || fronts_[i][q].weights_striped) continue;
+        const double saved = cur - setup_price(i, q, act[i]);
+        // A layout no bigger than the current idle one that saves setup is free: take it first.
+        const double ratio = saved / static_cast<double>(std::max<Bytes>(1, mem - cur_mem));
+        if (saved > 0 && ratio > best_ratio) { best_ratio = ratio; bo = i; bq = q; bdelta = mem - cur_mem; }
+      }
+    }
+    if (bo == n_ || idle_bytes + bdelta + live_ > sram_) return false;
+    // idle[bo] is read as it changes: an identical operator after bo moves only if its idle plan
+    // is already bq (as the search has always done; moving them all is a different trajectory).
+    for (std::size_t i = 0; i < n_; ++i)
+      if (sigs_[i] == sigs_[bo] && idle[i] == idle[bo] && idle_bytes + wbytes_[i][bq] - wbytes_[i][idle[i]] + live_ <= sram_) {
+        idle_bytes += wbytes_[i][bq] - wbytes_[i][idle[i]];
+        idle[i] = bq;
+      }
+    return true;
+  }
+
+  void keep(bool with_setup, State s) {
+    State& b = best_[with_setup ? 1 : 0];
+    if (s.t < b.t) b = std::move(s);
+  }
+
+  // Setup prices by (operator, idle candidate, active candidate), and input prices by (operator,
+  // candidate, its producers' active candidates): the loops ask for the same few at every step.
+  double setup_price(std::size_t i, std::size_t from, std::size_t to) {
+    auto [it, fresh] = setup_memo_[i].try_emplace(from * fronts_[i].size() + to, 0.0);
+    if (fresh) it->second = ex_.setup_price(i, fronts_[i][from], fronts_[i][to]);
+    return it->second;
+  }
+  double input_price(std::size_t i, std::size_t q, const std::vector<std::size_t>& a) {
+    std::uint64_t key = q;  // mixed radix: each index is below its front's size
+    for (std::size_t p : producers_[i]) key = key * fronts_[p].size() + a[p];
+    auto [it, fresh] = input_memo_[i].try_emplace(key, 0.0);
+    if (fresh) it->second = ex_.input_price(i, ex_.input(fronts_[i][q], i, a, fronts_));
+    return it->second;
+  }
+
+  const ir::Workload& w_;
+  const std::vector<std::string>& sigs_;
+  const std::vector<std::vector<plan::Plan>>& fronts_;
+  Exchanges& ex_;
+  Bytes sram_, live_;
+  std::size_t n_;
+  std::vector<std::unordered_map<std::size_t, double>> setup_memo_;
+  std::vector<std::unordered_map<std::uint64_t, double>> input_memo_;
+  std::vector<std::vector<std::size_t>> producers_;
+  std::vector<std::vector<Bytes>> wbytes_;  // each candidate's weight bytes per core
+  std::vector<std::size_t> lean_idle_;
+  Bytes lean_bytes_ = 0;
+  std::array<State, 2> best_;  // [0] the paper's choice, [1] with setup
+};
+
 // The schedule of a search's choice: layout following for element-wise and row-wise operators
 // (in program order, so a chain of them keeps one layout), then every operator priced as the
 // program will run it. Works on a copy of the fronts, so that several choices can be finished.
@@ -614,7 +802,6 @@ std::vector<Schedule> search_t10(const ir::Workload& w, const Options& o, std::s
   const sim::Config& cfg = *o.target.config;
   Schedule s;
   s.planner = "t10";
-  const auto& ops = w.ops();
   const std::vector<std::string> sigs = signatures(w);
   Exchanges exchanges(w, o, memo);
   memo = exchanges.memo();
@@ -649,157 +836,16 @@ std::vector<Schedule> search_t10(const ir::Workload& w, const Options& o, std::s
                             w.name, reserved, cfg.chip.core.sram_bytes));
   const Bytes sram = cfg.chip.core.sram_bytes - reserved;
   const Bytes live = live_activation_bytes(w, o.target.cores);
-  const std::size_t n = ops.size();
-  // Each candidate's weight bytes per core, looked up by the reconciliation's every step.
-  std::vector<std::vector<Bytes>> wbytes(n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (const auto& p : fronts[i]) wbytes[i].push_back(weight_bytes(p, w));
-  // Line 3: every operator's weights start in their most memory-efficient plan.
-  std::vector<std::size_t> idle(n, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::size_t best = 0;
-    for (std::size_t q = 0; q < fronts[i].size(); ++q)
-      if (wbytes[i][q] < wbytes[i][best]) best = q;
-    idle[i] = best;
-  }
-  auto idle_total = [&] {
-    Bytes b = 0;
-    for (std::size_t i = 0; i < n; ++i) b += wbytes[i][idle[i]];
-    return b;
-  };
-  Bytes idle_bytes = idle_total();
-  // An operator whose every plan needs a second copy of its weights beside the lean idle ones
-  // may still fit when its weights rest in a plan's own layout (no setup copy): start it there.
-  {
-    const Bytes m_act0 = sram > idle_bytes + live ? sram - idle_bytes - live : 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!has_weights(ops[i], w)) continue;
-      bool fits = false;
-      for (const auto& p : fronts[i]) fits = fits || (!p.weights_striped && p.cost.memory_bytes <= m_act0);
-      if (fits) continue;
-      std::size_t pick = idle[i];
-      for (std::size_t q = 0; q < fronts[i].size(); ++q)
-        if (!fronts[i][q].weights_striped &&
-            (pick == idle[i] || fronts[i][q].cost.memory_bytes < fronts[i][pick].cost.memory_bytes))
-          pick = q;
-      idle[i] = pick;
-    }
-    idle_bytes = idle_total();
-  }
-  if (idle_bytes + live > sram)
-    throw DoesNotFit(fmt::format("workload '{}' does not fit (t10 planner): weights need {} bytes per core in "
-                            "their leanest layout and live activations {}, but a core has {} bytes; short by {} bytes per core",
-                            w.name, idle_bytes, live, sram, idle_bytes + live - sram));
-  struct State { double t; Bytes idle_bytes; std::vector<std::size_t> idle, act; };
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  // Setup prices by (operator, idle candidate, active candidate): the loops below ask for the
-  // same few pairs at every step (the fronts do not change until layout following).
-  std::vector<std::unordered_map<std::size_t, double>> setup_memo(n);
-  auto setup_price = [&](std::size_t i, std::size_t from, std::size_t to) {
-    auto [it, fresh] = setup_memo[i].try_emplace(from * fronts[i].size() + to, 0.0);
-    if (fresh) it->second = exchanges.setup_price(i, fronts[i][from], fronts[i][to]);
-    return it->second;
-  };
-  // Input prices by (operator, candidate, its producers' active candidates), for the same reason.
-  std::vector<std::vector<std::size_t>> producers(n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (const auto& in : ops[i].expr.inputs) {
-      const ir::Tensor& x = w.tensor(in.tensor);
-      const int prod = x.role == ir::TensorRole::Weight ? -1 : w.producer(x.name);
-      if (prod >= 0 && static_cast<std::size_t>(prod) < i) producers[i].push_back(static_cast<std::size_t>(prod));
-    }
-  std::vector<std::unordered_map<std::uint64_t, double>> input_memo(n);
-  auto input_price = [&](std::size_t i, std::size_t q, const std::vector<std::size_t>& a) {
-    std::uint64_t key = q;  // mixed radix: each index below its front's size
-    for (std::size_t p : producers[i]) key = key * fronts[p].size() + a[p];
-    auto [it, fresh] = input_memo[i].try_emplace(key, 0.0);
-    if (fresh) it->second = exchanges.input_price(i, exchanges.input(fronts[i][q], i, a, fronts));
-    return it->second;
-  };
-  // The best state each way of choosing (Line 8) reached: [0] the paper's, [1] with setup.
-  std::array<State, 2> best{State{kInf, 0, {}, {}}, State{kInf, 0, {}, {}}};
-  // One reconciliation from the lean start, its idle moves steered by the active plans one way
-  // of choosing picks (`steer_with_setup`); at every step both ways are candidates.
-  auto reconcile = [&, lean_idle = idle, lean_bytes = idle_bytes](bool steer_with_setup, bool keep_history) {
-    std::vector<std::size_t> idle = lean_idle, act(n, 0);
-    Bytes idle_bytes = lean_bytes;
-    const std::size_t max_steps = 4 * n + 64;
-    for (std::size_t step = 0; step < max_steps; ++step) {
-      const Bytes m_act = sram - idle_bytes - live;
-      // Line 8: the fastest plan that fits the active memory (the op's own idle weights are
-      // already resident when the active plan equals the idle one). With `with_setup`, each
-      // plan is priced with its setup from the operator's current idle layout: a plan that
-      // replicates its weights is fast once set up, but receiving the copies can cost more than
-      // it saves. Returns the total (setup included), or infinity when an operator fits no plan.
-      auto choose = [&](bool with_setup, std::vector<std::size_t>& a) {
-        double total = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          bool found = false;
-          double best_t = kInf;
-          for (std::size_t q = 0; q < fronts[i].size(); ++q) {
-            const plan::Plan& p = fronts[i][q];
-            if (p.weights_striped) continue;
-            const Bytes need = p.cost.memory_bytes - (q == idle[i] ? weight_bytes(p, w) : 0);
-            if (need > m_act) continue;
-            double t = p.cost.total_cycles - p.cost.input_cycles + input_price(i, q, a);
-            if (with_setup) t += setup_price(i, idle[i], q);
-            if (t < best_t) { best_t = t; a[i] = q; found = true; }
-          }
-          if (!found) {
-            if (step == 0) {
-              Bytes need = std::numeric_limits<Bytes>::max();
-              for (const auto& p : fronts[i]) need = std::min(need, p.cost.memory_bytes);
-              does_not_fit(w, ops[i], need, m_act, "t10", fmt::format("{} bytes hold every operator's idle weights and {} bytes live activations", idle_bytes, live));
-            }
-            return kInf;
-          }
-          total += with_setup ? best_t : best_t + setup_price(i, idle[i], a[i]);
-        }
-        return total;
-      };
-      std::vector<std::size_t> other = act;
-      const double t_steer = choose(steer_with_setup, act);
-      if (t_steer == kInf) break;
-      const double t_other = choose(!steer_with_setup, other);
-      if (keep_history) s.history.push_back({idle_bytes, t_steer});
-      State& b_steer = best[steer_with_setup ? 1 : 0];
-      State& b_other = best[steer_with_setup ? 0 : 1];
-      if (t_steer < b_steer.t) b_steer = State{t_steer, idle_bytes, idle, act};
-      if (t_other < b_other.t) b_other = State{t_other, idle_bytes, idle, other};
-      // Lines 9-15: the idle-plan change that saves the most setup time per added idle byte.
-      double best_ratio = 0;
-      std::size_t bo = n, bq = 0;
-      Bytes bdelta = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!has_weights(ops[i], w)) continue;
-        const double cur = setup_price(i, idle[i], act[i]);
-        if (cur <= 0) continue;
-        const Bytes cur_mem = wbytes[i][idle[i]];
-        for (std::size_t q = 0; q < fronts[i].size(); ++q) {
-          const Bytes mem = wbytes[i][q];
-          if (mem < cur_mem || q == idle[i] || fronts[i][q].weights_striped) continue;
-          const double saved = cur - setup_price(i, q, act[i]);
-          // A layout no bigger than the current idle one that saves setup is free: take it first.
-          const double ratio = saved / static_cast<double>(std::max<Bytes>(1, mem - cur_mem));
-          if (saved > 0 && ratio > best_ratio) { best_ratio = ratio; bo = i; bq = q; bdelta = mem - cur_mem; }
-        }
-      }
-      if (bo == n || idle_bytes + bdelta + live > sram) break;
-      // Identical operators (the layers of a model) move together: same plans, same trade.
-      for (std::size_t i = 0; i < n; ++i)
-        if (sigs[i] == sigs[bo] && idle[i] == idle[bo] && idle_bytes + wbytes[i][bq] - wbytes[i][idle[i]] + live <= sram) {
-          idle_bytes += wbytes[i][bq] - wbytes[i][idle[i]];
-          idle[i] = bq;
-        }
-    }
-  };
   // The paper's reconciliation (fastest plans, setup added after) first: its history is the
   // schedule's. Steered by the choice with setup alone, it can settle on the plans cheapest to
   // set up from stripes and never reach the fast ones (ResNet-18 27% slower, calibrated), and
-  // steered the paper's way alone it never leaves replicated weights that cost more to set up
-  // than they save (BERT-large); so both run, and the best states of both choices are finished.
-  reconcile(false, true);
-  if (!o.paper_reconciliation) reconcile(true, false);
+  // steered the paper's way alone it keeps weights copied to many cores whose setup costs more
+  // than the copies save (BERT-large); so both run, and the best state of each choice is finished.
+  Reconciler r(w, sigs, fronts, exchanges, sram, live);
+  r.run(false, &s.history);
+  if (!o.paper_reconciliation) r.run(true, nullptr);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::array<Reconciler::State, 2> best{r.best(false), r.best(true)};
   // Both bests are finished (layout following changes their predictions) and returned, the
   // faster predicted first (the paper's choice on a tie): the compiler lowers the first that
   // fits its memory check.
