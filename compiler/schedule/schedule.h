@@ -90,9 +90,12 @@ struct Options {
 // T10; with a calibrated target model, the better (by that model) of the search it steers and
 // the analytically steered one.
 Schedule schedule_t10(const ir::Workload& w, const Options& o);
-// Both, fastest predicted first (one schedule without a calibrated model). The compiler lowers
-// the first that fits: the schedule's memory model spreads live activations evenly over the
-// cores, and a plan choice can concentrate them beyond what its reserve corrects.
+// Every candidate, fastest predicted first: the search's schedule of each choice of active plans
+// (the paper's, and with setup unless Options::paper_reconciliation; one when they agree), and
+// with a calibrated model also the analytically steered search's best, priced by the calibrated
+// model. The compiler lowers the first that fits: the schedule's memory model spreads live
+// activations evenly over the cores, and a plan choice can concentrate them beyond what its
+// reserve corrects.
 std::vector<Schedule> schedule_t10_candidates(const ir::Workload& w, const Options& o);
 Schedule schedule_vgm(const ir::Workload& w, const Options& o);
 // Collage-style placement (thesis ch. 2): per operator the T10 or the VGM plan, chosen by dynamic
