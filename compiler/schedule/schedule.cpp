@@ -592,6 +592,7 @@ class Reconciler {
         setup_memo_(n_), input_memo_(n_), producers_(n_), wbytes_(n_) {
     for (std::size_t i = 0; i < n_; ++i) {
       for (const auto& p : fronts_[i]) wbytes_[i].push_back(weight_bytes(p, w_));
+      // The producers Exchanges::input reads the active plans of (the input price's memo key).
       for (const auto& in : w_.ops()[i].expr.inputs) {
         const ir::Tensor& x = w_.tensor(in.tensor);
         const int prod = x.role == ir::TensorRole::Weight ? -1 : w_.producer(x.name);
@@ -602,19 +603,18 @@ class Reconciler {
   }
 
   // One reconciliation from the lean start, its idle moves steered by the active plans that one
-  // way of choosing picks; appends its steps to `history` when given.
-  void run(bool steer_with_setup, std::vector<Schedule::Step>* history) {
-    std::vector<std::size_t> idle = lean_idle_, act(n_, 0);
+  // way of choosing picks; with `both`, the other way is a candidate at every step too. Appends
+  // its steps to `history` when given.
+  void run(bool steer_with_setup, bool both, std::vector<Schedule::Step>* history) {
+    std::vector<std::size_t> idle = lean_idle_, act(n_, 0), other(n_, 0);
     Bytes idle_bytes = lean_bytes_;
     for (std::size_t step = 0; step < 4 * n_ + 64; ++step) {
       const Bytes m_act = sram_ - idle_bytes - live_;
-      std::vector<std::size_t> other = act;
       const double t_steer = choose(steer_with_setup, idle, m_act, step == 0 ? &idle_bytes : nullptr, act);
       if (t_steer == kInf) break;
-      const double t_other = choose(!steer_with_setup, idle, m_act, nullptr, other);
       if (history) history->push_back({idle_bytes, t_steer});
-      keep(steer_with_setup, State{t_steer, idle_bytes, idle, act});
-      keep(!steer_with_setup, State{t_other, idle_bytes, idle, other});
+      keep(steer_with_setup, t_steer, idle_bytes, idle, act);
+      if (both) keep(!steer_with_setup, choose(!steer_with_setup, idle, m_act, nullptr, other), idle_bytes, idle, other);
       if (!grow_idle(idle, idle_bytes, act)) break;
     }
   }
@@ -726,9 +726,10 @@ class Reconciler {
     return true;
   }
 
-  void keep(bool with_setup, State s) {
+  void keep(bool with_setup, double t, Bytes idle_bytes, const std::vector<std::size_t>& idle,
+            const std::vector<std::size_t>& act) {
     State& b = best_[with_setup ? 1 : 0];
-    if (s.t < b.t) b = std::move(s);
+    if (t < b.t) b = State{t, idle_bytes, idle, act};
   }
 
   // Setup prices by (operator, idle candidate, active candidate), and input prices by (operator,
@@ -842,23 +843,24 @@ std::vector<Schedule> search_t10(const ir::Workload& w, const Options& o, std::s
   // steered the paper's way alone it keeps weights copied to many cores whose setup costs more
   // than the copies save (BERT-large); so both run, and the best state of each choice is finished.
   Reconciler r(w, sigs, fronts, exchanges, sram, live);
-  r.run(false, &s.history);
-  if (!o.paper_reconciliation) r.run(true, nullptr);
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const std::array<Reconciler::State, 2> best{r.best(false), r.best(true)};
+  r.run(false, !o.paper_reconciliation, &s.history);
+  if (!o.paper_reconciliation) r.run(true, true, nullptr);
+  const Reconciler::State* best[2] = {&r.best(false), &r.best(true)};
   // Both bests are finished (layout following changes their predictions) and returned, the
   // faster predicted first (the paper's choice on a tie): the compiler lowers the first that
   // fits its memory check.
   std::vector<Schedule> out;
   for (std::size_t k = 0; k < 2; ++k) {
-    if (best[k].t == kInf || (k == 1 && (o.paper_reconciliation || (best[1].act == best[0].act && best[1].idle == best[0].idle))))
+    // the choice with setup has no state with --paper-reconciliation, and one that agrees is a copy
+    if (best[k]->t == std::numeric_limits<double>::infinity() ||
+        (k == 1 && best[1]->act == best[0]->act && best[1]->idle == best[0]->idle))
       continue;
-    Schedule f = finish_t10(w, o, exchanges, fronts, best[k].act, best[k].idle);
+    Schedule f = finish_t10(w, o, exchanges, fronts, best[k]->act, best[k]->idle);
     f.planner = s.planner;
     f.plan_choice = k == 0 ? "fastest" : "with-setup";
     f.history = s.history;
-    f.idle_bytes_per_core = best[k].idle_bytes;
-    f.active_bytes_per_core = sram - best[k].idle_bytes - live;
+    f.idle_bytes_per_core = best[k]->idle_bytes;
+    f.active_bytes_per_core = sram - best[k]->idle_bytes - live;
     const bool faster = !out.empty() && f.predicted_cycles < out.front().predicted_cycles;
     out.insert(faster ? out.begin() : out.end(), std::move(f));
   }
