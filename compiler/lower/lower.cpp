@@ -202,7 +202,7 @@ namespace {
 class Lowerer {
  public:
   Lowerer(const ir::Workload& w, const schedule::Schedule& s, const sim::Config& cfg, const Options& o)
-      : w_(w), s_(s), cfg_(cfg), o_(o), ncores_(cfg.total_cores()), live_(ncores_, 0) {
+      : w_(w), s_(s), cfg_(cfg), o_(o), ncores_(cfg.total_cores()), live_(ncores_, 0), sizes_(ncores_) {
     out_.name = fmt::format("{} ({})", w.name, s.planner);
     out_.functional = o.functional;
     out_.cores.resize(ncores_);
@@ -238,12 +238,13 @@ class Lowerer {
              const View* view = nullptr) {
     LItem it{K::Alloc};
     it.buf = name(buf);
+    const int id = it.buf;
     it.bytes = static_cast<std::int64_t>(bytes);
     if (view && o_.functional) { it.aux = static_cast<int>(out_.views.size()); out_.views.push_back(*view); }
     out_.cores[c].push_back(it);
     live_[c] += bytes;
     out_.peak_bytes[c] = std::max(out_.peak_bytes[c], live_[c]);
-    sizes_[{c, buf}] = bytes;
+    sizes_[c][id] = bytes;
     check_fit(c, where);
   }
   // `buf` on every core that has a view in `views`, sized by its view.
@@ -252,8 +253,9 @@ class Lowerer {
       if (!views[c].tensor.empty()) alloc(c, buf, static_cast<Bytes>(views[c].elements()) * 2, where, &views[c]);
   }
   void free_all(const std::string& buf) {
+    const int id = name(buf);
     for (std::size_t c = 0; c < ncores_; ++c)
-      if (sizes_.count({c, buf})) free(c, buf);
+      if (sizes_[c].count(id)) free(c, id);
   }
   void init(std::size_t c, const std::string& buf) {
     LItem it{K::Init};
@@ -267,12 +269,15 @@ class Lowerer {
                                  "scratchpad but has {}; short by {} bytes", w_.name, s_.planner, where, c,
                                  live_[c], sram, live_[c] - sram), live_[c] - sram);
   }
-  void free(std::size_t c, const std::string& buf) {
+  void free(std::size_t c, const std::string& buf) { free(c, name(buf)); }
+  void free(std::size_t c, int id) {
     LItem it{K::Free};
-    it.buf = name(buf);
+    it.buf = id;
     out_.cores[c].push_back(it);
-    live_[c] -= sizes_[{c, buf}];
-    sizes_.erase({c, buf});
+    if (auto at = sizes_[c].find(id); at != sizes_[c].end()) {
+      live_[c] -= at->second;
+      sizes_[c].erase(at);
+    }
   }
   int tag(const std::string& op, const std::string& phase) {
     auto key = op + "\n" + phase;
@@ -729,7 +734,7 @@ class Lowerer {
   std::size_t ncores_;
   Lowered out_;
   std::vector<Bytes> live_;
-  std::map<std::pair<std::size_t, std::string>, Bytes> sizes_;
+  std::vector<std::unordered_map<int, Bytes>> sizes_;  // per core: live buffers by name id
   std::map<std::string, Home> homes_;
   std::map<std::string, int> tag_index_;
   std::unordered_map<std::size_t, std::vector<std::uint32_t>> layout_ids_;  // by content hash

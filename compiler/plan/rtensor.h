@@ -96,6 +96,15 @@ Cost estimate(const Plan& p, const ir::Operator& op, const Target& target);
 // Sets the priced cycles of `c` from its terms (input included, setup left out: the schedule adds it).
 void price(Cost& c, const cost::ClassModel& m);
 
+// Split factors worth trying for an axis of `extent` on `cores` cores (docs/compiler.md,
+// "Enumeration and filters"): divisors of the extent and powers of two, one or two per distinct
+// piece length (the smallest factor, and the one with the most factors of two), each within the
+// padding bound; ascending.
+std::vector<std::int64_t> fop_candidates(std::int64_t extent, std::int64_t cores, double min_padding_ratio);
+// Whether every axis of `p` is split by the first factor fop_candidates keeps for its piece
+// length (not the second, the one with the most factors of two): the plans the enumeration
+// made before it kept second factors (the search runs on those alone too: schedule.cpp).
+bool first_factors(const Plan& p, std::int64_t cores);
 // Every plan passing the filters (relaxed step by step until some plan passes).
 std::vector<Plan> enumerate_plans(const ir::Operator& op, const ir::Workload& w, const Target& t,
                                   bool allow_rotation = true, std::size_t* space_size = nullptr);
