@@ -269,7 +269,6 @@ class Lowerer {
                                  "scratchpad but has {}; short by {} bytes", w_.name, s_.planner, where, c,
                                  live_[c], sram, live_[c] - sram), live_[c] - sram);
   }
-  void free(std::size_t c, const std::string& buf) { free(c, name(buf)); }
   void free(std::size_t c, int id) {
     LItem it{K::Free};
     it.buf = id;

@@ -65,9 +65,10 @@ TEST_CASE("reconciliation: choosing plans with their setup beats the fastest pla
 TEST_CASE("reconciliation: weights that must rest in a plan's own layout rest in its fastest that leaves room", "[compiler][t10]") {
   // OPT-13B's layer at batch 2 on ipu-mk2: 630 MB of fp16 weights, 428 KiB of every core's 624
   // when spread evenly, leave no operator room for a second copy of its weights, so each rests
-  // them in a plan's own layout. The smallest such plan of the FFN matmuls runs 732 steps of 7
-  // columns of k (5.2 M and 8.9 M cycles simulated, the whole layer 17,543,012); plans a few
-  // hundred bytes per core larger run 32 and 80 steps.
+  // them in a plan's own layout. The smallest such plan of the FFN matmuls (179,312 bytes per
+  // core) runs 732 steps of 7 columns of k (5.2 M and 8.9 M cycles simulated, the whole layer
+  // 17,543,012); plans of 237,568 and 204,800 bytes, which still leave every operator room, run
+  // 32 and 80 steps.
   const sim::Config cfg = sim::load_config(std::string(TESSERA_SOURCE_DIR) + "/configs/ipu-mk2.json");
   ir::ModelOptions mo;
   mo.batch = 2;
