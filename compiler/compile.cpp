@@ -98,7 +98,12 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   lo.offchip_io = o.offchip_io;
   // The schedule estimates memory per core (activations spread evenly); lowering places every
   // buffer. When a core overflows, schedule again with that much less room, a few times.
-  // With a calibration there are two candidate schedules (schedule.h); the first that lowers wins.
+  // The search returns candidate schedules, fastest predicted first (schedule.h); the first that
+  // lowers is kept. When that is not the fastest, the searches with less room go on (as when none
+  // lowers), each lowering only its candidates predicted faster than the one kept, which is
+  // replaced by any that lowers (OPT-13B: its best schedule 1,722 bytes short on one core, the
+  // next 55% slower).
+  bool lowered = false;
   for (int attempt = 0;; ++attempt) {
     std::vector<schedule::Schedule> cands;
     if (o.planner == "t10") cands = schedule::schedule_t10_candidates(w, so);
@@ -106,17 +111,21 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
     else cands = collage(w, so);
     std::optional<lower::FitError> first_error;
     for (auto& cand : cands) {
+      if (lowered && cand.predicted_cycles >= c.schedule.predicted_cycles) break;  // no better than the one kept
       try {
         c.program = lower::lower(w, cand, cfg, lo);
         c.schedule = std::move(cand);
+        lowered = true;
         break;
       } catch (const lower::FitError& e) {
         if (!first_error) first_error = e;
       }
     }
-    if (!c.schedule.planner.empty()) break;
+    if (!first_error) break;  // the fastest lowered, or nothing faster than the one kept
     const lower::FitError& e = *first_error;
-    if (attempt == 5 || so.reserve_bytes + e.short_by >= cfg.chip.core.sram_bytes) {
+    const bool room_left = attempt < 5 && so.reserve_bytes + e.short_by < cfg.chip.core.sram_bytes;
+    if (lowered && !room_left) break;
+    if (!room_left) {
       if (o.planner == "collage" && cands.front().planner != "vgm") {  // the last resort: VGM
         schedule::Options vo = so;
         vo.reserve_bytes = o.reserve_bytes;

@@ -41,14 +41,14 @@ check "--paper-reconciliation keeps the fastest plans" "[ $? -eq 0 ] && grep -q 
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --planner vgm --quiet --out "$tmp/pv.json" >/dev/null 2>&1
 check "vgm results carry no plan_choice" "[ $? -eq 0 ] && ! grep -q plan_choice $tmp/pv.json"
 # Fast-forward: NeRF's stretches between global barriers repeat; replaying them gives the same
-# results file as simulating every one (3844 cycles), but for the fast_forward counts.
+# results file as simulating every one (3588 cycles), but for the fast_forward counts.
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --quiet --out "$tmp/ff.json" >/dev/null 2>&1
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --quiet --out "$tmp/noff.json" --no-fast-forward >/dev/null 2>&1
 check "fast-forward replays and changes nothing else" "/usr/bin/python3 -c \"
 import json, sys
 a, b = json.load(open('$tmp/ff.json')), json.load(open('$tmp/noff.json'))
 ff = a.pop('fast_forward')
-sys.exit(0 if a == b and ff['replayed'] == 2 and a['total_cycles'] == 3844 else 1)\""
+sys.exit(0 if a == b and ff['replayed'] == 2 and a['total_cycles'] == 3588 else 1)\""
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload no-such-model >"$tmp/out" 2>"$tmp/err"
 check "unknown workload exits non-zero" "[ $? -ne 0 ] && grep -q \"workload 'no-such-model'\" $tmp/err"
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload llama2-13b --batch 64 >"$tmp/out" 2>"$tmp/err"

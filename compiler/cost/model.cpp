@@ -34,8 +34,8 @@ Vec features(const Terms& t) {
 
 Vec analytical_weights() {
   Vec w{};
-  for (Feature f : {kMac, kWriteback, kVector, kShift, kShiftChipLink, kSync, kBarrier, kInputPort, kInputChipLink,
-                    kInputLocal, kInputLatency, kSetupPort, kSetupChipLink, kSetupLocal, kSetupLatency})
+  for (Feature f : {kMac, kWriteback, kVector, kShift, kShiftChipLink, kSync, kBarrier, kInputOrder, kInputChipLink,
+                    kInputLocal, kInputLatency, kSetupOrder, kSetupChipLink, kSetupLocal, kSetupLatency})
     w[f] = 1;
   return w;
 }

@@ -228,7 +228,10 @@ std::optional<Plan> make_plan(const ir::Operator& op, const ir::Workload& w,
     for (std::size_t i = 0; i + 1 < p.parts.size(); ++i)
       if (const ir::Tensor& x = w.tensor(p.parts[i].tensor); x.role != ir::TensorRole::Weight) {
         const double latency = transfer_cycles(*target.config, 0);
-        p.cost.terms.input_port_cycles += transfer_cycles(*target.config, p.parts[i].bytes_per_core) - latency;
+        // One window per core, sent as one message: the ordered gather is the busiest port.
+        const double port = transfer_cycles(*target.config, p.parts[i].bytes_per_core) - latency;
+        p.cost.terms.input_port_cycles += port;
+        p.cost.terms.input_order_cycles += port;
         p.cost.terms.input_latency_cycles += latency;
         p.cost.terms.input_messages += gather_messages(p.parts[i], stripe_block(x, static_cast<std::size_t>(target.cores)), x.shape);
       }
@@ -533,6 +536,7 @@ Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, i
     const cost::Terms before = q.cost.terms;
     q.cost = estimate(q, op, t);
     q.cost.terms.input_port_cycles = before.input_port_cycles;
+    q.cost.terms.input_order_cycles = before.input_order_cycles;
     q.cost.terms.input_chip_link_cycles = before.input_chip_link_cycles;
     q.cost.terms.input_latency_cycles = before.input_latency_cycles + static_cast<double>(rounds - 1) * transfer_cycles(*t.config, 0);
     q.cost.terms.input_messages = before.input_messages;

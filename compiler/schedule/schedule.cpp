@@ -61,7 +61,7 @@ struct Gather {
 void set_input(cost::Terms& t, const cost::GatherFeatures& f) {
   t.input_port_cycles = f.port_cycles;
   t.input_link_cycles = f.link_cycles;
-  t.input_chip_link_cycles = std::max(0.0, f.chip_link_cycles - f.port_cycles);
+  t.input_chip_link_cycles = std::max(0.0, f.chip_link_cycles - f.order_cycles);
   t.input_order_cycles = f.order_cycles;
   t.input_messages = f.messages;
   t.input_local_cycles = f.local_cycles;
@@ -71,7 +71,7 @@ void set_input(cost::Terms& t, const cost::GatherFeatures& f) {
 void set_setup(cost::Terms& t, const cost::GatherFeatures& f) {
   t.setup_port_cycles = f.port_cycles;
   t.setup_link_cycles = f.link_cycles;
-  t.setup_chip_link_cycles = std::max(0.0, f.chip_link_cycles - f.port_cycles);
+  t.setup_chip_link_cycles = std::max(0.0, f.chip_link_cycles - f.order_cycles);
   t.setup_order_cycles = f.order_cycles;
   t.setup_messages = f.messages;
   t.setup_local_cycles = f.local_cycles;
@@ -629,20 +629,6 @@ class Reconciler {
     return b;
   }
 
-  // Whether, with the weights idle in `idle`, every operator has a plan that fits beside them.
-  bool all_fit(const std::vector<std::size_t>& idle) const {
-    const Bytes held = idle_total(idle) + live_;
-    if (held > sram_) return false;
-    const Bytes m_act = sram_ - held;
-    for (std::size_t j = 0; j < n_; ++j) {
-      bool fits = false;
-      for (std::size_t q = 0; q < fronts_[j].size() && !fits; ++q)
-        fits = !fronts_[j][q].weights_striped && fronts_[j][q].cost.memory_bytes - (q == idle[j] ? wbytes_[j][q] : 0) <= m_act;
-      if (!fits) return false;
-    }
-    return true;
-  }
-
   // Line 3: every operator's weights start in their most memory-efficient plan. An operator
   // whose every plan needs a second copy of its weights beside the lean idle ones may still fit
   // when its weights rest in a plan's own layout (no setup copy): it starts there.
@@ -667,28 +653,62 @@ class Reconciler {
       lean_idle_[i] = pick;
       resting.push_back(i);
     }
-    // The smallest plan keeps the most room for the others, but can be far slower than a larger
-    // one that still leaves room (OPT-13B at batch 2: its FFN matmuls in 732 steps of 7 columns
-    // of k in 179,312 bytes per core, where plans of 237,568 and 204,800 bytes run 32 and 80
-    // steps). So each such operator, in program order, rests its weights in its fastest plan
-    // that still leaves every operator a plan that fits.
-    for (std::size_t i : resting) {
-      const std::size_t smallest = lean_idle_[i];
-      double best = fronts_[i][smallest].cost.total_cycles;
-      for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
-        if (fronts_[i][q].weights_striped || fronts_[i][q].cost.total_cycles >= best) continue;
-        const std::size_t keep = lean_idle_[i];
-        lean_idle_[i] = q;
-        if (all_fit(lean_idle_)) best = fronts_[i][q].cost.total_cycles;
-        else lean_idle_[i] = keep;
-      }
-    }
+    rest_fastest(resting);
     lean_bytes_ = idle_total(lean_idle_);
     if (lean_bytes_ + live_ > sram_)
       throw DoesNotFit(fmt::format("workload '{}' does not fit (t10 planner): weights need {} bytes per core in "
                                    "their leanest layout and live activations {}, but a core has {} bytes; short by {} "
                                    "bytes per core",
                                    w_.name, lean_bytes_, live_, sram_, lean_bytes_ + live_ - sram_));
+  }
+
+  // The smallest plan keeps the most room for the others, but can be far slower than a larger
+  // one that still leaves room (OPT-13B at batch 2: its FFN matmuls in 732 steps of 7 columns
+  // of k in 179,312 bytes per core, where plans of 237,568 and 204,800 bytes run 32 and 80
+  // steps). So the resting operators move, one plan change at a time, to faster plans: at each
+  // change the one that saves the most predicted cycles per added byte among those that still
+  // leave every operator a plan that fits. Not in program order: an early operator that gains
+  // little must not take the room a later one gains much from.
+  void rest_fastest(const std::vector<std::size_t>& resting) {
+    // need[j]: the least active memory operator j needs beside the idle weights (its idle plan
+    // runs in place); every operator fits while idle bytes + live + max need <= sram.
+    auto need_of = [&](std::size_t j, std::size_t idle) {
+      Bytes need = std::numeric_limits<Bytes>::max();
+      for (std::size_t q = 0; q < fronts_[j].size(); ++q)
+        if (!fronts_[j][q].weights_striped)
+          need = std::min(need, fronts_[j][q].cost.memory_bytes - (q == idle ? wbytes_[j][q] : 0));
+      return need;
+    };
+    std::vector<Bytes> need(n_);
+    for (std::size_t j = 0; j < n_; ++j) need[j] = need_of(j, lean_idle_[j]);
+    Bytes idle_bytes = idle_total(lean_idle_);
+    for (;;) {
+      // the largest need, and the largest apart from its operator's
+      std::size_t top = 0;
+      for (std::size_t j = 1; j < n_; ++j) if (need[j] > need[top]) top = j;
+      Bytes second = 0;
+      for (std::size_t j = 0; j < n_; ++j) if (j != top) second = std::max(second, need[j]);
+      double best_ratio = 0;
+      std::size_t bi = n_, bq = 0;
+      for (std::size_t i : resting) {
+        const std::size_t cur = lean_idle_[i];
+        const double cur_t = fronts_[i][cur].cost.total_cycles;
+        for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
+          const plan::Plan& p = fronts_[i][q];
+          if (p.weights_striped || p.cost.total_cycles >= cur_t) continue;
+          const Bytes held = idle_bytes - wbytes_[i][cur] + wbytes_[i][q] + live_;
+          const Bytes others = i == top ? second : need[top];
+          if (held > sram_ || std::max(others, need_of(i, q)) > sram_ - held) continue;
+          const Bytes added = wbytes_[i][q] > wbytes_[i][cur] ? wbytes_[i][q] - wbytes_[i][cur] : 0;
+          const double ratio = (cur_t - p.cost.total_cycles) / static_cast<double>(std::max<Bytes>(1, added));
+          if (ratio > best_ratio) { best_ratio = ratio; bi = i; bq = q; }
+        }
+      }
+      if (bi == n_) return;
+      idle_bytes = idle_bytes - wbytes_[bi][lean_idle_[bi]] + wbytes_[bi][bq];
+      lean_idle_[bi] = bq;
+      need[bi] = need_of(bi, bq);
+    }
   }
 
   // Line 8: per operator in program order, the fastest plan that fits the active memory (the
