@@ -106,9 +106,14 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   bool lowered = false;
   for (int attempt = 0;; ++attempt) {
     std::vector<schedule::Schedule> cands;
-    if (o.planner == "t10") cands = schedule::schedule_t10_candidates(w, so);
-    else if (o.planner == "vgm") cands.push_back(schedule::schedule_vgm(w, so));
-    else cands = collage(w, so);
+    try {
+      if (o.planner == "t10") cands = schedule::schedule_t10_candidates(w, so);
+      else if (o.planner == "vgm") cands.push_back(schedule::schedule_vgm(w, so));
+      else cands = collage(w, so);
+    } catch (const schedule::DoesNotFit&) {
+      if (lowered) break;  // less room than the schedule kept needs: keep it
+      throw;
+    }
     std::optional<lower::FitError> first_error;
     for (auto& cand : cands) {
       if (lowered && cand.predicted_cycles >= c.schedule.predicted_cycles) break;  // no better than the one kept

@@ -670,6 +670,7 @@ class Reconciler {
   // leave every operator a plan that fits. Not in program order: an early operator that gains
   // little must not take the room a later one gains much from.
   void rest_fastest(const std::vector<std::size_t>& resting) {
+    if (resting.empty()) return;
     // need[j]: the least active memory operator j needs beside the idle weights (its idle plan
     // runs in place); every operator fits while idle bytes + live + max need <= sram.
     auto need_of = [&](std::size_t j, std::size_t idle) {
