@@ -91,11 +91,26 @@ TEST_CASE("compile searches again with less room when its fastest schedule does 
   // cycles) is 1,722 bytes short on core 0 when lowering places l0.attn.probs' output; the next
   // candidate lowers but runs the FFN's down projection in 366 steps (8,345,389 cycles
   // simulated). Searching on with more reserved (as when nothing lowers) finds one that lowers
-  // at 5,393,716 cycles, its down projection in 184 steps.
+  // at 5,390,638 cycles, its down projection in 184 steps.
   const sim::Config cfg = sim::load_config(std::string(TESSERA_SOURCE_DIR) + "/configs/ipu-mk2.json");
   const ir::Workload w = compiler::load_workload("opt-13b", ir::ModelOptions{});
   const compiler::Compiled c = compiler::compile(w, cfg, compiler::CompileOptions{});
   for (std::size_t i = 0; i < w.ops().size(); ++i)
     if (w.ops()[i].name == "l0.ffn.down.mm") CHECK(c.schedule.ops[i].active.steps == 184);
   CHECK(c.schedule.predicted_cycles < 6.0e6);
+}
+
+TEST_CASE("compile doubles its reserve step while the search returns the same schedule", "[compiler][t10]") {
+  // RetNet-1.3B at batch 16 on ipu-mk2: the fastest schedule is 2,742 bytes short on core 0 at
+  // l0.ret.retention's output, and five steps of 3,683 bytes more reserve return that same
+  // schedule (the reserve binds no plan choice), so compile used to fail. Doubling the step
+  // while the schedule does not change, the fourth search (25,781 bytes reserved) finds one that
+  // lowers (9,739,852 cycles simulated, 9,751,669 predicted).
+  const sim::Config cfg = sim::load_config(std::string(TESSERA_SOURCE_DIR) + "/configs/ipu-mk2.json");
+  ir::ModelOptions mo;
+  mo.batch = 16;
+  const ir::Workload w = compiler::load_workload("retnet-1.3b", mo);
+  compiler::Compiled c;
+  REQUIRE_NOTHROW(c = compiler::compile(w, cfg, compiler::CompileOptions{}));
+  CHECK(c.schedule.predicted_cycles < 1.0e7);
 }
