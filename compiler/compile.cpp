@@ -130,7 +130,13 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
     }
     if (!first_error) break;  // the fastest lowered, or nothing faster than the one kept
     const lower::FitError& e = *first_error;
-    const bool room_left = attempt < 5 && so.reserve_bytes + e.short_by < cfg.chip.core.sram_bytes;
+    // The same fastest schedule as the last search's: the added reserve bound no plan choice (the
+    // overflow is one core's, beyond the even spread of live activations the schedule assumes),
+    // so the next step doubles until one does (RetNet-1.3B at batch 16: the same schedule 2,742
+    // bytes short on core 0 after five steps of 3,683 bytes).
+    const double fastest = cands.front().predicted_cycles;
+    const Bytes next = fastest == last_fastest ? 2 * step : e.short_by + e.short_by / 4 + 256;
+    const bool room_left = attempt < 5 && so.reserve_bytes + next < cfg.chip.core.sram_bytes;
     if (lowered && !room_left) break;
     if (!room_left) {
       if (o.planner == "collage" && cands.front().planner != "vgm") {  // the last resort: VGM
@@ -146,12 +152,7 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
       }
       throw e;
     }
-    // The same fastest schedule as the last search's: the added reserve bound no plan choice (the
-    // overflow is one core's, beyond the even spread of live activations the schedule assumes),
-    // so the next step doubles until one does (RetNet-1.3B at batch 16: the same schedule 2,742
-    // bytes short on core 0 after five steps of 3,683 bytes).
-    const double fastest = cands.front().predicted_cycles;
-    step = fastest == last_fastest ? 2 * step : e.short_by + e.short_by / 4 + 256;
+    step = next;
     last_fastest = fastest;
     so.reserve_bytes += step;
   }
