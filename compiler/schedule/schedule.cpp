@@ -629,6 +629,12 @@ class Reconciler {
     return b;
   }
 
+  // The active memory plan q of operator j needs beside the idle weights: its own weights are
+  // already resident when q is the idle plan.
+  Bytes active_bytes(std::size_t j, std::size_t q, std::size_t idle) const {
+    return fronts_[j][q].cost.memory_bytes - (q == idle ? wbytes_[j][q] : 0);
+  }
+
   // Line 3: every operator's weights start in their most memory-efficient plan. An operator
   // whose every plan needs a second copy of its weights beside the lean idle ones may still fit
   // when its weights rest in a plan's own layout (no setup copy): it starts there.
@@ -676,8 +682,7 @@ class Reconciler {
     auto need_of = [&](std::size_t j, std::size_t idle) {
       Bytes need = std::numeric_limits<Bytes>::max();
       for (std::size_t q = 0; q < fronts_[j].size(); ++q)
-        if (!fronts_[j][q].weights_striped)
-          need = std::min(need, fronts_[j][q].cost.memory_bytes - (q == idle ? wbytes_[j][q] : 0));
+        if (!fronts_[j][q].weights_striped) need = std::min(need, active_bytes(j, q, idle));
       return need;
     };
     std::vector<Bytes> need(n_);
@@ -727,7 +732,7 @@ class Reconciler {
       for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
         const plan::Plan& p = fronts_[i][q];
         if (p.weights_striped) continue;
-        if (p.cost.memory_bytes - (q == idle[i] ? wbytes_[i][q] : 0) > m_act) continue;
+        if (active_bytes(i, q, idle[i]) > m_act) continue;
         double t = p.cost.total_cycles - p.cost.input_cycles + input_price(i, q, a);
         if (with_setup) t += setup_price(i, idle[i], q);
         if (t < best_t) { best_t = t; a[i] = q; found = true; }

@@ -56,8 +56,8 @@ TEST_CASE("reconciliation: choosing plans with their setup beats the fastest pla
     CHECK(mm_both.setup_cycles == 0);
     CHECK(mm_both.active.same_as(mm_both.idle));
   }
-  // Measured: 440,590 cycles the paper's way, 409,011 with setup (7.2% faster); the prediction
-  // moved the same way (434,317 -> 407,060). (Before gathers were priced in program order,
+  // Measured: 440,590 cycles the paper's way, 411,925 with setup (6.5% faster); the prediction
+  // moved the same way (434,317 -> 408,808). (Before gathers were priced in program order,
   // docs/cost.md: 503,329 and 475,445.)
   CHECK(both.simulated < 0.97 * paper.simulated);
   CHECK(both.compiled.schedule.predicted_cycles < paper.compiled.schedule.predicted_cycles);
