@@ -80,6 +80,8 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   so.paper_reconciliation = o.paper_reconciliation;
   schedule::FrontCache own_fronts;
   so.fronts = o.fronts ? o.fronts : &own_fronts;
+  schedule::SearchMemo memo;  // the searches with less room below measure no gather twice
+  so.memo = &memo;
   if (o.model.calibrated() || o.model.simulate) {
     // VGM is the baseline the cost model is compared against; it keeps the analytical model.
     if (o.planner == "vgm")

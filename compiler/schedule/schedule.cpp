@@ -1000,9 +1000,12 @@ Schedule fixed(const ir::Workload& w, const Options& o, const std::vector<plan::
 // (NeRF on the mesh). So both searches are candidates, the analytically steered one priced by the
 // calibrated model, fastest predicted first.
 std::vector<Schedule> schedule_t10_candidates(const ir::Workload& w, const Options& o) {
-  std::shared_ptr<ExchangeMemo> memo;  // the three pricings below share what does not depend on the model
+  // the three pricings below share what does not depend on the model, and with o.memo so do
+  // other calls on this workload and target
+  std::shared_ptr<ExchangeMemo> memo = o.memo ? std::static_pointer_cast<ExchangeMemo>(o.memo->state) : nullptr;
   const bool calibrated = o.target.model && o.target.model->calibrated();
   std::vector<Schedule> out = search_t10(w, o, memo, calibrated);
+  if (o.memo) o.memo->state = memo;
   if (!calibrated) return out;
   for (Schedule& c : out) c.steered_by = "calibrated";
   Options plain = o;

@@ -5,6 +5,7 @@
 // the most setup time per byte, evaluates every step, and keeps the best end-to-end. VGM: the
 // load-compute-store baseline (Roller/Ansor/PopART): every tensor lives striped over a virtual
 // global memory; each operator loads its operands, computes without rotation, stores back.
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,12 +76,22 @@ class FrontCache {
   std::unordered_map<std::string, std::vector<plan::Plan>> fronts_;
 };
 
+// What pricing exchanges learns that depends on neither the cost model's weights nor the memory
+// left (each distinct gather's features, plan parts' views, shift rings): the searches of one
+// workload on one target can share it. `compile` keeps one across its searches with less room
+// (a retry otherwise measured every gather again: OPT-6.7B's calibrated compile searched three
+// times, 2.7 CPU-s each). Opaque: schedule.cpp's memo.
+struct SearchMemo {
+  std::shared_ptr<void> state;
+};
+
 struct Options {
   plan::Target target;
   Bytes reserve_bytes = 0;  // per core, kept for code and runtime (not for tensors)
   // Prices gathers and shift rounds where the target's model is the oracle (--price-by simulate).
   cost::Oracle* oracle = nullptr;
   FrontCache* fronts = nullptr;  // null: each schedule enumerates its own
+  SearchMemo* memo = nullptr;     // null: each schedule_t10_candidates call measures its own
   // T10: the paper's memory reconciliation alone (Algorithm 1: each operator's fastest plan,
   // its setup added after). Default: also a reconciliation and a choice that price each plan
   // with its setup from the idle layout, the schedule predicted fastest kept (docs/compiler.md).

@@ -75,3 +75,56 @@ TEST_CASE("front cache: one entry per distinct operator, reused under other name
   compiler::compile(a, cfg8, oracle);
   CHECK(cache.size() == 6);
 }
+
+namespace {
+
+std::vector<std::string> described(const std::vector<schedule::Schedule>& cands) {
+  std::vector<std::string> out;
+  for (const auto& s : cands) {
+    std::string d = std::to_string(s.predicted_cycles);
+    for (const auto& op : s.ops) d += " | " + op.active.describe() + " / " + op.idle.describe();
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("search memo: searches with less room share the gathers measured, and answer as measured afresh") {
+  const sim::Config cfg = sim::parse_config(test::exchange_config(8), "test config");
+  const ir::Workload w = mlp("");
+  schedule::Options o;
+  o.target.config = &cfg;
+  o.target.cores = static_cast<std::int64_t>(cfg.total_cores());
+  auto fresh = [&](Bytes reserve) {
+    schedule::Options f = o;
+    f.reserve_bytes = reserve;
+    return described(schedule::schedule_t10_candidates(w, f));
+  };
+  schedule::SearchMemo memo;
+  schedule::Options shared = o;
+  shared.memo = &memo;
+  CHECK(described(schedule::schedule_t10_candidates(w, shared)) == fresh(0));
+  REQUIRE(memo.state != nullptr);
+  // A reserve that changes the schedule (the memo must not carry the plans of the roomier
+  // search over), found by growing it until the fastest schedule differs or nothing fits.
+  const auto roomy = fresh(0);
+  Bytes reserve = 0;
+  std::vector<std::string> tight;
+  for (Bytes r = 1024; r < cfg.chip.core.sram_bytes; r += 1024) {
+    try {
+      tight = fresh(r);
+    } catch (const schedule::DoesNotFit&) {
+      break;
+    }
+    if (tight.front() != roomy.front()) {
+      reserve = r;
+      break;
+    }
+  }
+  REQUIRE(reserve > 0);
+  shared.reserve_bytes = reserve;
+  CHECK(described(schedule::schedule_t10_candidates(w, shared)) == tight);
+  shared.reserve_bytes = 0;
+  CHECK(described(schedule::schedule_t10_candidates(w, shared)) == roomy);
+}
