@@ -8,8 +8,9 @@ figure of docs/cost.md. The shipped calibrations are made by this script:
 
     scripts/calibrate_family.py exchange     # configs/calibrations/ipu-mk2.json
     scripts/calibrate_family.py mesh         # configs/calibrations/mesh-10x12.json
+    scripts/calibrate_family.py multichip    # configs/calibrations/vipu-2.json
 
-usage: calibrate_family.py {exchange,mesh} [--samples 720] [--tessera build/cli/tessera]
+usage: calibrate_family.py {exchange,mesh,multichip} [--samples 720] [--tessera build/cli/tessera]
        [--work-dir build/cost-family] [--out FILE]"""
 import argparse
 import copy
@@ -44,6 +45,21 @@ FAMILIES = {
         "held_out": ("mesh-12x12-link24", [("chip/mesh/rows", 12), ("chip/mesh/cols", 12), ("chip/cores", 144),
                                            ("chip/mesh/link_bytes_per_cycle", 24), ("chip/mesh/ni_bytes_per_cycle", 24)]),
     },
+    # Two IPU-like chips on one link (plans span both chips' cores: the chip-link features).
+    # 360 samples: each simulates 2944 cores (about 2 s), so 720 would take half an hour.
+    "multichip": {
+        "base": "configs/vipu-2.json",
+        "samples": "360",
+        "out": "configs/calibrations/vipu-2.json",
+        "fit": [
+            ("vipu-2", []),
+            ("vipu-2-link60", [("system/dimensions/0/link_bytes_per_cycle", 60), ("system/dimensions/0/link_latency_cycles", 200)]),
+            ("vipu-2-736", [("chip/cores", 736), ("chip/core/sram_bytes", 1048576), ("system/sync_latency_cycles", 1000)]),
+        ],
+        "held_out": ("vipu-2-link90", [("system/dimensions/0/link_bytes_per_cycle", 90),
+                                       ("system/dimensions/0/link_latency_cycles", 400),
+                                       ("chip/exchange/send_bytes_per_cycle", 6), ("chip/exchange/recv_bytes_per_cycle", 6)]),
+    },
 }
 
 
@@ -53,11 +69,13 @@ def variant(base, name, edits):
     c["description"] = f"{base['name']} with " + (", ".join(f"{p} = {v}" for p, v in edits) or "no change") + \
         " (a cost-model calibration family member, scripts/calibrate_family.py)"
     for path, value in edits:
-        node = c
-        keys = path.split("/")
-        for k in keys[:-1]:
-            node = node[k]
-        if keys[-1] not in node:
+        keys = [int(k) if k.isdigit() else k for k in path.split("/")]  # a number indexes a list
+        try:
+            node = c
+            for k in keys[:-1]:
+                node = node[k]
+            node[keys[-1]]  # the field exists: an edit never adds one
+        except (KeyError, IndexError, TypeError):
             sys.exit(f"calibrate_family.py: {path} is not a field of {base['name']}")
         node[keys[-1]] = value
     return c
@@ -66,7 +84,8 @@ def variant(base, name, edits):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("family", choices=sorted(FAMILIES))
-    ap.add_argument("--samples", default="720", help="fitted samples in all (split over classes and configs)")
+    ap.add_argument("--samples", help="fitted samples in all, split over classes and configs (default: the family's, 720 "
+                    "or 360 for multichip)")
     ap.add_argument("--tessera", default="build/cli/tessera")
     ap.add_argument("--work-dir", default="build/cost-family")
     ap.add_argument("--out", help="calibration file (default: the shipped one of the family)")
@@ -84,7 +103,7 @@ def main():
             json.dump(variant(base, name, edits), f, indent=2)
         return path
 
-    args = [a.tessera, "calibrate", "--samples", a.samples, "--out", a.out or fam["out"],
+    args = [a.tessera, "calibrate", "--samples", a.samples or fam.get("samples", "720"), "--out", a.out or fam["out"],
             "--csv", os.path.join(a.work_dir, a.family + ".csv")]
     for name, edits in fam["fit"]:
         args += ["--config", write(name, edits)]
