@@ -10,7 +10,7 @@ figure of docs/cost.md. The shipped calibrations are made by this script:
     scripts/calibrate_family.py mesh         # configs/calibrations/mesh-10x12.json
     scripts/calibrate_family.py multichip    # configs/calibrations/vipu-2.json
 
-usage: calibrate_family.py {exchange,mesh,multichip} [--samples 720] [--tessera build/cli/tessera]
+usage: calibrate_family.py {exchange,mesh,multichip} [--samples N] [--tessera build/cli/tessera]
        [--work-dir build/cost-family] [--out FILE]"""
 import argparse
 import copy
