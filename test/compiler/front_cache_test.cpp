@@ -24,11 +24,12 @@ ir::Workload mlp(const std::string& prefix) {
   return w;
 }
 
-std::vector<std::string> plans(const compiler::Compiled& c) {
+std::vector<std::string> plans(const schedule::Schedule& s) {
   std::vector<std::string> out;
-  for (const auto& op : c.schedule.ops) out.push_back(op.active.describe() + " / " + op.idle.describe());
+  for (const auto& op : s.ops) out.push_back(op.active.describe() + " / " + op.idle.describe());
   return out;
 }
+std::vector<std::string> plans(const compiler::Compiled& c) { return plans(c.schedule); }
 
 }  // namespace
 
@@ -78,11 +79,12 @@ TEST_CASE("front cache: one entry per distinct operator, reused under other name
 
 namespace {
 
+// Each candidate as its predicted cycles and its plans.
 std::vector<std::string> described(const std::vector<schedule::Schedule>& cands) {
   std::vector<std::string> out;
   for (const auto& s : cands) {
     std::string d = std::to_string(s.predicted_cycles);
-    for (const auto& op : s.ops) d += " | " + op.active.describe() + " / " + op.idle.describe();
+    for (const auto& p : plans(s)) d += " | " + p;
     out.push_back(d);
   }
   return out;
@@ -90,7 +92,7 @@ std::vector<std::string> described(const std::vector<schedule::Schedule>& cands)
 
 }  // namespace
 
-TEST_CASE("search memo: searches with less room share the gathers measured, and answer as measured afresh") {
+TEST_CASE("search memo: one memo kept across searches at other reserves answers as a fresh search") {
   const sim::Config cfg = sim::parse_config(test::exchange_config(8), "test config");
   const ir::Workload w = mlp("");
   schedule::Options o;
