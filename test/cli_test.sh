@@ -198,7 +198,7 @@ check "sweep: a bad point is recorded with its error and the sweep goes on" \
 row() { grep "\"point\":$1," "$tmp/swF/results.jsonl"; }
 check "sweep: faults.yaml finishes 3 points and names 3 failures" \
   "[ $? -eq 0 ] && grep -q '6 points: 3 ok, 3 failed' $tmp/out"
-check "sweep: a point past its time limit is a timeout" "row 2 | grep -q '\"error\":\"stopped after 5 s (limits.time_s)\"'"
+check "sweep: a point past its time limit is a timeout" "row 2 | grep -q '\"error\":\"stopped after 20 s (limits.time_s)\"'"
 check "sweep: a point out of memory names the limit" "row 3 | grep -q 'ran out of host memory (limit 2.0 GiB'"
 check "sweep: a bad config field is named" "row 4 | grep -q 'link_efficiency: expected a share in (0, 1\]'"
 check "sweep: the other points are ok" "row 0 | grep -q '\"status\":\"ok\"' && row 1 | grep -q '\"status\":\"ok\"' && row 5 | grep -q '\"status\":\"ok\"'"
