@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs the whole test suite.
+# Installs dependencies, builds, and runs the whole test suite; then the hostile-input tests under
+# the sanitizers (scripts/sanitize.sh) when there is time for their second build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step() { echo "test.sh: $1 at $((SECONDS / 60)) min $((SECONDS % 60)) s"; }
 scripts/install-deps.sh
+step "dependencies installed"
 scripts/build.sh
+step "built"
 ctest --test-dir build --output-on-failure -j2
-# Hostile input under AddressSanitizer and UndefinedBehaviorSanitizer: the parsers, the ONNX
-# importer and the mutation test (12,200 mutated files), built a second time with TESSERA_SANITIZE.
-# Tests that run the SystemC kernel are left out: its user-level threads switch stacks in a way
-# ASan does not follow (false stack-overflow reports), and they are the slow ones. That build
-# compiles only the test files these tags live in (test/CMakeLists.txt): keep the two in step.
-cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON >/dev/null
-cmake --build build-sanitize -j"$(nproc)" --target tessera_tests
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-  build-sanitize/test/tessera_tests "[mutation],[onnx],[expr],[workload-json],config:*,program: structural*"
+step "ctest passed"
+# CI stops a run at 90 minutes. On a slow 2-core machine the steps above took about an hour
+# (2026-11-27) and the sanitizer build would not have fitted; that machine skips it, saying so.
+# TESSERA_SANITIZE_BUDGET_MIN: the latest minute at which it still starts (0: never; large: always).
+budget_min="${TESSERA_SANITIZE_BUDGET_MIN:-45}"
+if [ "$SECONDS" -le $((budget_min * 60)) ]; then
+  scripts/sanitize.sh
+  step "sanitizer tests passed"
+else
+  echo "test.sh: SKIPPED the sanitizer tests: ${SECONDS} s have passed, the budget is ${budget_min} min" \
+       "(TESSERA_SANITIZE_BUDGET_MIN); run scripts/sanitize.sh on its own"
+fi

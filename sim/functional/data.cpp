@@ -179,7 +179,7 @@ struct Bound {
   float value() const { return buf->get(at.data()); }
 };
 
-Bound bind(const ir::Access& a, const Buffer* buf, const std::vector<std::string>& axes) {
+Bound bind_access(const ir::Access& a, const Buffer* buf, const std::vector<std::string>& axes) {
   Bound b{&a, buf, {}, {}, std::vector<std::int64_t>(a.indices.size())};
   if (buf->shape().size() != a.indices.size())
     throw SimulationError(fmt::format("functional mode: buffer of '{}' has {} dims, expression '{}' uses {}",
@@ -224,8 +224,8 @@ void evaluate(const ir::Expr& e, const std::vector<std::pair<std::int64_t, std::
   if (ranges.size() != axes.size() || inputs.size() != e.inputs.size())
     throw SimulationError(fmt::format("functional mode: expression '{}' needs {} axis ranges and {} inputs", e.text, axes.size(), e.inputs.size()));
   std::vector<Bound> ins;
-  for (std::size_t i = 0; i < inputs.size(); ++i) ins.push_back(bind(e.inputs[i], inputs[i], axes));
-  Bound out = bind(e.output, &output, axes);
+  for (std::size_t i = 0; i < inputs.size(); ++i) ins.push_back(bind_access(e.inputs[i], inputs[i], axes));
+  Bound out = bind_access(e.output, &output, axes);
   // Clip output axes to the tensor; reduction ranges stay (absent elements are skipped).
   std::vector<std::int64_t> lo(axes.size()), hi(axes.size());
   for (std::size_t a = 0; a < axes.size(); ++a) {
