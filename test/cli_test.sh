@@ -152,8 +152,9 @@ fi
 
 if want torch; then
 # Stock PyTorch exports (scripts/export_torch_models.py --small: the ten model families of issue
-# 11, reduced in size, opset 17): every one imports (the LSTM unrolled); the transformers and the LSTM run in
-# functional mode and match the reference evaluation; bad --dim values and memory are named.
+# 11, reduced in size, opset 17): every one imports (the LSTM unrolled); bad --dim values and
+# memory are named. The parts torch-t10 and torch-vgm below run the transformers and the LSTM in
+# functional mode against the reference evaluation.
 /usr/bin/python3 "$src/scripts/export_torch_models.py" "$tmp/torch" --small --opsets 17 >"$tmp/out" 2>&1
 check "PyTorch models export" "[ $? -eq 0 ] && [ \$(ls $tmp/torch/*.onnx | wc -l) -eq 10 ]"
 for m in resnet18 resnet50 mobilenet_v2 efficientnet_b0 convnext_tiny vit_b_16 swin_t transformer_encoder gpt_block; do
