@@ -27,7 +27,10 @@ void bench_compile(const CompileBenchOptions& options);
 struct NocBenchOptions {
   std::string mesh_config = "configs/mesh-8x8.json";
   std::string chips_config = "configs/vipu-2.json";
-  std::uint64_t measure_cycles = 20000;
+  // Long enough that the hops outweigh the set-up: 20,000 cycles at 10% of saturation are about
+  // 54,000 packet-hops, a few ms, as long as building the topology and routes and forking, and
+  // near the resolution of the CPU clock.
+  std::uint64_t measure_cycles = 200000;
 };
 
 // `tessera bench noc`: speed of both levels of detail on synthetic traffic (8x8 mesh at 10%, 50%

@@ -31,13 +31,14 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
   for (const BufferSpec& s : topo_.buffers()) {
     Buffer b;
     b.capacity = s.capacity_bytes;
+    b.room[0] = b.room[1] = static_cast<std::int64_t>(b.capacity);
     b.read_bytes_per_cycle = s.fill_bytes_per_cycle;
     buffers_.push_back(std::move(b));
   }
   const std::uint32_t sources = topo_.endpoints();
   queue_head_.assign(sources, kNil);
   queue_tail_.assign(sources, kNil);
-  source_busy_.assign(sources, false);
+  source_busy_.assign(sources, 0);
   routes_.resize(kRouteCacheSlots);
   cores_ = cfg.total_cores();
   if (with_cores && cores_ <= kPairRouteCores) pair_routes_.resize(std::size_t{cores_} * cores_);
@@ -46,14 +47,15 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
 void PacketNetwork::reset() {
   for (Channel& ch : channels_) {
     ch.free_fp = ch.busy_fp = 0;
+    ch.bytes = ch.transfers = 0;
     ch.held = ch.dirty = false;
     ch.wake_at = kNever;
     ch.waiting.clear();
   }
-  for (ChannelStats& st : stats_) st.bytes = st.busy_cycles = st.transfers = 0;
+  for (ChannelStats& st : stats_) st.bytes = st.busy_cycles = st.transfers = 0;  // and the channels' own, above
   for (CachedRoute& r : routes_) r.users = 0;  // its messages are gone
   for (Buffer& b : buffers_) {
-    b.used[0] = b.used[1] = 0;
+    b.room[0] = b.room[1] = static_cast<std::int64_t>(b.capacity);
     b.read_free_fp = 0;
     b.releases.clear();
     b.release_min = b.room_wake_at = b.read_wake_at = kNever;
@@ -65,7 +67,7 @@ void PacketNetwork::reset() {
   packets_.clear();
   std::fill(queue_head_.begin(), queue_head_.end(), kNil);
   std::fill(queue_tail_.begin(), queue_tail_.end(), kNil);
-  std::fill(source_busy_.begin(), source_busy_.end(), false);
+  std::fill(source_busy_.begin(), source_busy_.end(), 0);
   wheel_.clear();
   dirty_.clear();
   order_ = seq_ = hops_ = live_packets_ = 0;
@@ -93,18 +95,43 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   msg.coupled = r->coupled;
   const Bytes pb = r->packet_bytes;
   msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
+  msg.timed = !msg.coupled && pb > 0;
   msg.unsent = bytes;
   msg.outstanding = 0;
   msg.arrival = 0;
   msg.next = kNil;
   msg.order = order_++;
-  wheel_.push(when, {m, Kind::Inject});
+  wheel_.push(when, Event::of(m, Kind::Inject));
 }
 
 void PacketNetwork::fill(Route& r, std::uint32_t src, std::uint32_t dst) const {
+  scratch_.clear();
   r.hops.clear();
-  r.coupled = topo_.route(src, dst, r.hops);
+  r.coupled = topo_.route(src, dst, scratch_);
   r.packet_bytes = topo_.packet_bytes(src, dst);
+  const Bytes pb = r.coupled ? 0 : r.packet_bytes;  // the size the steps are timed for
+  for (std::size_t i = 0; i < scratch_.size(); ++i) {
+    const Hop& h = scratch_[i];
+    Step st;
+    st.channel = h.channel;
+    st.buffer = h.buffer;
+    st.cls = h.cls;
+    st.prev_buffer = i > 0 ? scratch_[i - 1].buffer : kNoBuffer;
+    st.prev_cls = i > 0 ? scratch_[i - 1].cls : 0;
+    if (pb > 0) {  // the same formulas as grant()'s for a packet of another size
+      const Channel& ch = channels_[h.channel];
+      st.dur_fp = wire_fp(ch.bytes_per_cycle, pb);
+      st.hold_fp = std::max(st.dur_fp, ch.min_fp);
+      if (st.prev_buffer != kNoBuffer)
+        st.read_fp = wire_fp(std::max(buffers_[st.prev_buffer].read_bytes_per_cycle, ch.bytes_per_cycle), pb);
+      if (i + 1 < scratch_.size()) {
+        const std::int64_t next_fp =
+            std::max<std::int64_t>(wire_fp(channels_[scratch_[i + 1].channel].bytes_per_cycle, pb), kFrac);
+        st.head_fp = head_after(ch, st.dur_fp, next_fp);
+      }
+    }
+    r.hops.push_back(st);
+  }
 }
 
 std::uint32_t PacketNetwork::cached_route(std::uint32_t src, std::uint32_t dst) {
@@ -146,20 +173,27 @@ void PacketNetwork::process_cycle(Cycles t) {
     if (now_events_.empty() && dirty_.empty()) break;
     injects_.clear();
     for (const Event& e : now_events_) {
-      switch (e.kind) {
-        case Kind::Inject: injects_.push_back({messages_[e.a].src, e.a, messages_[e.a].order}); break;
-        case Kind::Ready: wait_at(e.a, t); break;
+      const std::uint32_t a = e.a();
+      switch (e.kind()) {
+        case Kind::Inject: {
+          Injected& x = injects_.emplace_back();
+          x.src = messages_[a].src;
+          x.message = a;
+          x.order = messages_[a].order;
+          break;
+        }
+        case Kind::Ready: wait_at(a, t); break;
         case Kind::ChannelFree:
-          if (channels_[e.a].wake_at == t) channels_[e.a].wake_at = kNever;
-          mark(e.a);
+          if (channels_[a].wake_at == t) channels_[a].wake_at = kNever;
+          mark(a);
           break;
         case Kind::RoomBack:
-          if (buffers_[e.a].room_wake_at == t) buffers_[e.a].room_wake_at = kNever;
-          unpark_for_room(e.a, t);
+          if (buffers_[a].room_wake_at == t) buffers_[a].room_wake_at = kNever;
+          unpark_for_room(a, t);
           break;
         case Kind::ReadFree:
-          if (buffers_[e.a].read_wake_at == t) buffers_[e.a].read_wake_at = kNever;
-          unpark_for_read(e.a);
+          if (buffers_[a].read_wake_at == t) buffers_[a].read_wake_at = kNever;
+          unpark_for_read(a);
           break;
       }
     }
@@ -177,7 +211,11 @@ void PacketNetwork::process_cycle(Cycles t) {
     for (std::uint32_t c : dirty_) {
       Channel& ch = channels_[c];
       ch.dirty = false;
-      if (!ch.waiting.empty()) grants_.push_back({ch.waiting.front().seq, c});
+      if (!ch.waiting.empty()) {
+        Grant& g = grants_.emplace_back();
+        g.seq = ch.waiting.front().seq;
+        g.channel = c;
+      }
     }
     dirty_.clear();
     auto older = [](const Grant& a, const Grant& b) { return a.seq < b.seq; };
@@ -200,7 +238,7 @@ void PacketNetwork::start_message(std::uint32_t m, Cycles t) {
 void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
   const std::uint32_t m = queue_head_[src];
   if (m == kNil) {
-    source_busy_[src] = false;
+    source_busy_[src] = 0;
     return;
   }
   Message& msg = messages_[m];
@@ -213,6 +251,7 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
   pk.hops = msg.hops;
   pk.coupled = msg.coupled;
   pk.bytes = std::min(msg.packet_bytes, msg.unsent);
+  pk.timed = msg.timed && pk.bytes == msg.packet_bytes;
   pk.seq = seq_++;
   msg.unsent -= pk.bytes;
   pk.last = msg.unsent == 0;
@@ -222,14 +261,15 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
     queue_head_[src] = msg.next;
     if (queue_head_[src] == kNil) queue_tail_[src] = kNil;
   }
-  source_busy_[src] = true;
+  source_busy_[src] = 1;
   wait_at(p, t);
 }
 
 void PacketNetwork::wait_at(std::uint32_t p, Cycles ready) {
-  const Packet& pk = packets_[p];
+  Packet& pk = packets_[p];
+  pk.ready = ready;
   const std::uint32_t c = pk.route[pk.hop].channel;
-  channels_[c].waiting.insert({ready, pk.seq, p});
+  channels_[c].waiting.insert(pk.seq, p);
   // a busy channel is looked at again when its transmission ends; a held one when the exchange
   // message holding it has gone
   const Channel& ch = channels_[c];
@@ -243,14 +283,14 @@ void PacketNetwork::wake_channel(std::uint32_t c, Cycles at) {
   Channel& ch = channels_[c];
   if (ch.wake_at <= at) return;  // an earlier wake looks again and comes back here if need be
   ch.wake_at = at;
-  wheel_.push(at, {c, Kind::ChannelFree});
+  wheel_.push(at, Event::of(c, Kind::ChannelFree));
 }
 
 void PacketNetwork::wake_for_room(std::uint32_t b, Cycles at) {
   Buffer& buf = buffers_[b];
   if (buf.room_wake_at <= at) return;
   buf.room_wake_at = at;
-  wheel_.push(at, {b, Kind::RoomBack});
+  wheel_.push(at, Event::of(b, Kind::RoomBack));
 }
 
 // Room whose tail left by cycle t comes back.
@@ -259,23 +299,26 @@ void PacketNetwork::settle(Buffer& b, Cycles t) {
   Cycles next = kNever;
   for (std::size_t i = 0; i < b.releases.size();) {
     const Release& r = b.releases[i];
-    if (r.at <= t) {
-      b.used[r.cls] -= r.bytes;
+    if (r.at() <= t) {
+      b.room[r.cls()] += static_cast<std::int64_t>(r.bytes);
       b.releases[i] = b.releases.back();
       b.releases.pop_back();
     } else {
-      next = std::min(next, r.at);
+      next = std::min(next, r.at());
       ++i;
     }
   }
   b.release_min = next;
 }
 
-void PacketNetwork::release(std::uint32_t b, const Release& r) {
+void PacketNetwork::release(std::uint32_t b, std::uint64_t at_cls, Bytes bytes) {
   Buffer& buf = buffers_[b];
-  buf.releases.push_back(r);
-  buf.release_min = std::min(buf.release_min, r.at);
-  if (buf.parked_room > 0) wake_for_room(b, r.at);
+  Release& r = buf.releases.emplace_back();
+  r.at_cls = at_cls;
+  r.bytes = bytes;
+  const Cycles at = at_cls & ~kClsBit;
+  buf.release_min = std::min(buf.release_min, at);
+  if (buf.parked_room > 0) wake_for_room(b, at);
 }
 
 void PacketNetwork::mark(std::uint32_t c) {
@@ -285,12 +328,13 @@ void PacketNetwork::mark(std::uint32_t c) {
 }
 
 bool PacketNetwork::fits(const Packet& pk, Cycles t) {
-  const Hop& h = pk.route[pk.hop];
+  const Step& h = pk.route[pk.hop];
   if (h.buffer == kNoBuffer) return true;
   Buffer& b = buffers_[h.buffer];
-  if (b.used[h.cls] + pk.bytes <= b.capacity) return true;
+  const auto need = static_cast<std::int64_t>(pk.bytes);
+  if (need <= b.room[h.cls]) return true;
   settle(b, t);
-  return b.used[h.cls] + pk.bytes <= b.capacity;
+  return need <= b.room[h.cls];
 }
 
 // The oldest waiting packet that can go takes the channel; a packet that cannot (no room behind
@@ -328,14 +372,13 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
       }
       continue;
     }
-    grant(w.packet, w.ready, c, t);
+    grant(w.packet, pk.ready, c, t);
   }
   if (!ch.held && !ch.waiting.empty()) wake_channel(c, free_cycle(ch, ch.free_fp));
 }
 
 bool PacketNetwork::readable(const Packet& pk, Cycles t) const {
-  if (pk.hop == 0) return true;
-  const std::uint32_t b = pk.route[pk.hop - 1].buffer;
+  const std::uint32_t b = pk.route[pk.hop].prev_buffer;
   return b == kNoBuffer || free_cycle(channels_[pk.route[pk.hop].channel], buffers_[b].read_free_fp) <= t;
 }
 
@@ -359,13 +402,13 @@ void PacketNetwork::park_for_room(std::uint32_t c, const Waiting& w) {
 
 void PacketNetwork::park_for_read(std::uint32_t c, const Waiting& w) {
   const Packet& pk = packets_[w.packet];
-  const std::uint32_t b = pk.route[pk.hop - 1].buffer;
+  const std::uint32_t b = pk.route[pk.hop].prev_buffer;
   Buffer& buf = buffers_[b];
   buf.parked_for_read.push_back({c, w});
   const Cycles at = free_cycle(channels_[c], buf.read_free_fp);
   if (buf.read_wake_at > at) {
     buf.read_wake_at = at;
-    wheel_.push(at, {b, Kind::ReadFree});
+    wheel_.push(at, Event::of(b, Kind::ReadFree));
   }
 }
 
@@ -385,7 +428,7 @@ void PacketNetwork::unpark_for_room(std::uint32_t b, Cycles t) {
       while (!q.empty()) {
         const Waiting w = q.front();
         Packet& pk = packets_[w.packet];
-        if (buf.used[cls] + p.requeued[cls] + pk.bytes > buf.capacity) break;
+        if (static_cast<std::int64_t>(p.requeued[cls] + pk.bytes) > buf.room[cls]) break;
         p.requeued[cls] += pk.bytes;
         pk.requeued_from = b;
         q.pop_front();
@@ -403,10 +446,24 @@ void PacketNetwork::unpark_for_read(std::uint32_t b) {
   parked.clear();
 }
 
+std::int64_t PacketNetwork::wire_fp(double bytes_per_cycle, Bytes bytes) {
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / bytes_per_cycle));
+}
+
+// The head reaches the next channel after this one's latency, but takes it no earlier than the
+// next channel could stream the packet without waiting for its tail. The tail leaves at
+// start + duration; the next channel is counted as holding the packet at least a cycle (heads
+// move at whole cycles: a shorter hold would round a head a cycle later). Counting otherwise made
+// fewer bytes, or a faster next link, arrive a cycle later. From the start of the transmission.
+std::int64_t PacketNetwork::head_after(const Channel& ch, std::int64_t dur_fp, std::int64_t next_fp) {
+  const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
+  return std::max(lat_fp, dur_fp + lat_fp - next_fp);
+}
+
 std::int64_t PacketNetwork::duration_fp(Channel& ch, Bytes bytes) const {
   if (bytes != ch.memo_bytes) {
     ch.memo_bytes = bytes;
-    ch.memo_fp = static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / ch.bytes_per_cycle));
+    ch.memo_fp = wire_fp(ch.bytes_per_cycle, bytes);
   }
   return ch.memo_fp;
 }
@@ -416,7 +473,7 @@ std::int64_t PacketNetwork::read_fp(Channel& ch, const Buffer& from, Bytes bytes
   if (bytes != ch.read_memo_bytes || rate != ch.read_memo_rate) {
     ch.read_memo_bytes = bytes;
     ch.read_memo_rate = rate;
-    ch.read_memo_fp = static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * kFrac / rate));
+    ch.read_memo_fp = wire_fp(rate, bytes);
   }
   return ch.read_memo_fp;
 }
@@ -424,55 +481,54 @@ std::int64_t PacketNetwork::read_fp(Channel& ch, const Buffer& from, Bytes bytes
 void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
   Packet& pk = packets_[p];
-  Message& msg = messages_[pk.msg];
-  const Hop& h = pk.route[pk.hop];
+  const Step& h = pk.route[pk.hop];
   // A packet that was waiting when the channel freed during the last cycle starts where the last
   // one ended, within the cycle: fractional bandwidths are kept exactly over a busy period. A
   // channel idle since an earlier cycle (the packet waited for buffer space) starts now.
   const std::int64_t now_fp = static_cast<std::int64_t>(t) * kFrac;
-  const Hop* prev = pk.hop ? &pk.route[pk.hop - 1] : nullptr;
-  Buffer* from = prev && prev->buffer != kNoBuffer ? &buffers_[prev->buffer] : nullptr;
+  Buffer* from = h.prev_buffer != kNoBuffer ? &buffers_[h.prev_buffer] : nullptr;
   const std::int64_t earliest = std::max({static_cast<std::int64_t>(ready) * kFrac, ch.free_fp,
                                           from ? from->read_free_fp : std::int64_t{0}});
   const std::int64_t start_fp = earliest > now_fp - kFrac ? earliest : now_fp;
-  const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
   // Its time on the wire, counted from its start (a start carried back into the last cycle must
   // not stretch the transmission to the end of this one: that made a 256-byte packet take 1.5
-  // cycles on a 200 B/cycle link), at least a cycle on a mesh or exchange channel (a flit a
-  // cycle); on a chip link or AFI bus at least a flit's time (system.flit_bytes), and a packet
-  // shorter than a cycle leaves the rest of the cycle to the next (a one-cycle floor held a
-  // 401 B/cycle AFI bus to 256 B/cycle).
-  const std::int64_t end_fp = start_fp + std::max(dur_fp, ch.min_fp);
+  // cycles on a 200 B/cycle link), and how long it holds the channel: at least a cycle on a mesh
+  // or exchange channel (a flit a cycle); on a chip link or AFI bus at least a flit's time
+  // (system.flit_bytes), and a packet shorter than a cycle leaves the rest of the cycle to the
+  // next (a one-cycle floor held a 401 B/cycle AFI bus to 256 B/cycle).
+  const std::int64_t dur_fp = pk.timed ? h.dur_fp : duration_fp(ch, pk.bytes);
+  const std::int64_t end_fp = start_fp + (pk.timed ? h.hold_fp : std::max(dur_fp, ch.min_fp));
   ch.free_fp = end_fp;
   if (from) {
-    from->read_free_fp = std::max(start_fp + read_fp(ch, *from, pk.bytes), now_fp + 1);
+    const std::int64_t read = pk.timed ? h.read_fp : read_fp(ch, *from, pk.bytes);
+    from->read_free_fp = std::max(start_fp + read, now_fp + 1);
   }
   ch.busy_fp += dur_fp;
-  ChannelStats& st = stats_[c];
-  st.bytes += pk.bytes;
-  ++st.transfers;
+  ch.bytes += pk.bytes;
+  ++ch.transfers;
   ++hops_;
-  if (h.buffer != kNoBuffer) buffers_[h.buffer].used[h.cls] += pk.bytes;
+  if (h.buffer != kNoBuffer) buffers_[h.buffer].room[h.cls] -= static_cast<std::int64_t>(pk.bytes);
   const Cycles end = ceil_cycles(end_fp);
-  if (from) release(prev->buffer, {end, pk.bytes, prev->cls});  // the tail leaves at `end`
-  if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "pkt", t, end - t);
+  if (from) release(h.prev_buffer, end | (std::uint64_t{h.prev_cls} << 63), pk.bytes);  // the tail leaves at `end`
+  if (trace_ && stats_[c].trace_track >= 0) trace_->span(stats_[c].trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
-  const std::uint32_t src = msg.src;
-  const std::uint64_t id = msg.id;
+  std::uint32_t src = 0;
+  std::uint64_t id = 0;
+  if (first_hop) {  // the message is read only where it is needed: at its ends
+    const Message& msg = messages_[pk.msg];
+    src = msg.src;
+    id = msg.id;
+  }
   if (pk.hop + 1 < pk.hops) {
-    // The head reaches the next channel after this one's latency, but takes it no earlier than
-    // the next channel could stream the packet without waiting for its tail. The tail leaves at
-    // start + duration; the next channel is counted as holding the packet at least a cycle
-    // (heads move at whole cycles: a shorter hold would round a head a cycle later). Counting
-    // otherwise made fewer bytes, or a faster next link, arrive a cycle later.
-    Channel& next = channels_[pk.route[pk.hop + 1].channel];
-    const std::int64_t lat_fp = static_cast<std::int64_t>(ch.latency) * kFrac;
-    const std::int64_t tail_fp = start_fp + dur_fp;
-    const std::int64_t next_fp = std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac);
-    const std::int64_t ready_fp = std::max(start_fp + lat_fp, tail_fp + lat_fp - next_fp);
+    std::int64_t head_fp = h.head_fp;
+    if (!pk.timed) {
+      Channel& next = channels_[pk.route[pk.hop + 1].channel];
+      head_fp = head_after(ch, dur_fp, std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac));
+    }
     ++pk.hop;
-    wheel_.push(std::max(t, ceil_cycles(ready_fp)), {p, Kind::Ready});
+    wheel_.push(std::max(t, ceil_cycles(start_fp + head_fp)), Event::of(p, Kind::Ready));
   } else {
+    Message& msg = messages_[pk.msg];
     msg.arrival = std::max(msg.arrival, end + ch.latency);
     --live_packets_;
     const std::uint32_t m = pk.msg;
@@ -500,10 +556,9 @@ void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
     Channel& ch = channels_[c];
     ch.free_fp = static_cast<std::int64_t>(end) * kFrac;
     ch.busy_fp += static_cast<std::int64_t>(d) * kFrac;
-    ChannelStats& st = stats_[c];
-    st.bytes += pk.bytes;
-    ++st.transfers;
-    if (trace_ && st.trace_track >= 0) trace_->span(st.trace_track, "msg", t, d);
+    ch.bytes += pk.bytes;
+    ++ch.transfers;
+    if (trace_ && stats_[c].trace_track >= 0) trace_->span(stats_[c].trace_track, "msg", t, d);
   }
   hops_ += 2;
   // Packets that came to the send port while it was held wait for it to free (those coming
@@ -525,8 +580,9 @@ std::string PacketNetwork::stuck_report() const {
   std::uint64_t at_channel = 0, full = 0, roomy = 0, for_read = 0;
   for (const Channel& ch : channels_) at_channel += ch.waiting.size();
   for (const Buffer& b : buffers_) {
-    Bytes used[2] = {b.used[0], b.used[1]};  // with the room of every tail that has left
-    for (const Release& r : b.releases) used[r.cls] -= r.bytes;
+    Bytes used[2] = {b.capacity - static_cast<Bytes>(b.room[0]),  // with the room of every tail that has left
+                     b.capacity - static_cast<Bytes>(b.room[1])};
+    for (const Release& r : b.releases) used[r.cls()] -= r.bytes;
     for_read += b.parked_for_read.size();
     for (const Parked& p : b.parked_for_room)
       for (std::uint8_t cls = 0; cls < 2; ++cls)
@@ -554,10 +610,11 @@ bool PacketNetwork::quiet_at(Cycles t) const {
     if (b.read_free_fp > t_fp || b.parked_room != 0 || !b.parked_for_read.empty() || b.room_wake_at != kNever ||
         b.read_wake_at != kNever)
       return false;
-    Bytes used[2] = {b.used[0], b.used[1]};  // with the room of every tail that has left
+    Bytes used[2] = {b.capacity - static_cast<Bytes>(b.room[0]),  // with the room of every tail that has left
+                     b.capacity - static_cast<Bytes>(b.room[1])};
     for (const Release& r : b.releases) {
-      if (r.at > t) return false;
-      used[r.cls] -= r.bytes;
+      if (r.at() > t) return false;
+      used[r.cls()] -= r.bytes;
     }
     if (used[0] != 0 || used[1] != 0) return false;
     for (const Parked& p : b.parked_for_room)
@@ -571,8 +628,8 @@ bool PacketNetwork::quiet_at(Cycles t) const {
 void PacketNetwork::read_counters(std::vector<std::uint64_t>& out) const {
   out.push_back(hops_);
   for (std::size_t c = 0; c < channels_.size(); ++c) {
-    out.push_back(stats_[c].bytes);
-    out.push_back(stats_[c].transfers);
+    out.push_back(channels_[c].bytes);
+    out.push_back(channels_[c].transfers);
     out.push_back(static_cast<std::uint64_t>(channels_[c].busy_fp));
   }
 }
@@ -584,8 +641,8 @@ void PacketNetwork::add_counter(std::size_t i, std::uint64_t delta) {
   }
   const std::size_t c = (i - 1) / 3;
   switch ((i - 1) % 3) {
-    case 0: stats_[c].bytes += delta; break;
-    case 1: stats_[c].transfers += delta; break;
+    case 0: channels_[c].bytes += delta; break;
+    case 1: channels_[c].transfers += delta; break;
     default: channels_[c].busy_fp += static_cast<std::int64_t>(delta); break;
   }
 }
@@ -593,6 +650,8 @@ void PacketNetwork::add_counter(std::size_t i, std::uint64_t delta) {
 void PacketNetwork::stats(std::vector<ChannelStats*>& out) {
   for (std::size_t c = 0; c < channels_.size(); ++c) {
     stats_[c].busy_cycles = ceil_cycles(channels_[c].busy_fp);
+    stats_[c].bytes = channels_[c].bytes;
+    stats_[c].transfers = channels_[c].transfers;
     out.push_back(&stats_[c]);
   }
 }
