@@ -174,6 +174,10 @@ void PacketNetwork::process_cycle(Cycles t) {
     injects_.clear();
     for (const Event& e : now_events_) {
       const std::uint32_t a = e.a();
+      if (e.kind() == Kind::Ready) {  // most events: a test the predictor gets right, not a jump table
+        wait_at(a, t);
+        continue;
+      }
       switch (e.kind()) {
         case Kind::Inject: {
           Injected& x = injects_.emplace_back();
@@ -208,6 +212,7 @@ void PacketNetwork::process_cycle(Cycles t) {
     // order their events came in): when two channels want one buffer's read port in the same
     // cycle, the one with the older packet gets it.
     grants_.clear();
+    std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
     for (std::uint32_t c : dirty_) {
       Channel& ch = channels_[c];
       ch.dirty = false;
@@ -215,13 +220,47 @@ void PacketNetwork::process_cycle(Cycles t) {
         Grant& g = grants_.emplace_back();
         g.seq = ch.waiting.front().seq;
         g.channel = c;
+        lo = std::min(lo, g.seq);
+        hi = std::max(hi, g.seq);
       }
     }
     dirty_.clear();
-    auto older = [](const Grant& a, const Grant& b) { return a.seq < b.seq; };
-    if (grants_.size() > 1 && !std::is_sorted(grants_.begin(), grants_.end(), older))
-      std::sort(grants_.begin(), grants_.end(), older);
+    order_grants(lo, hi);
     for (const Grant& g : grants_) try_grant(g.channel, t);
+  }
+}
+
+// grants_ by the age of their packets, lo and hi the oldest and youngest. No two share a
+// packet, so the order is total. A cycle has a dozen or a few dozen, in no order (they arrive in
+// runs from the grants of several earlier cycles), and their packets are mostly a few hundred
+// apart in age: they are marked in a bitmap of ages and read back in order. A comparison sort of
+// them mispredicted about a branch per grant and took about a tenth of the time on uniform
+// traffic (measured by sorting every cycle's grants twice); a wider spread of ages (a packet
+// stuck behind a hot spot while thousands pass) falls back to it.
+void PacketNetwork::order_grants(std::uint64_t lo, std::uint64_t hi) {
+  const std::size_t n = grants_.size();
+  if (n < 2) return;
+  if (hi - lo >= kOrderWindow) {
+    std::sort(grants_.begin(), grants_.end(), [](const Grant& a, const Grant& b) { return a.seq < b.seq; });
+    return;
+  }
+  for (const Grant& g : grants_) {
+    const std::uint64_t age = g.seq - lo;
+    order_bits_[age / 64] |= std::uint64_t{1} << (age % 64);
+    order_channel_[age] = g.channel;
+  }
+  std::size_t k = 0;
+  const std::uint64_t words = (hi - lo) / 64 + 1;
+  for (std::uint64_t w = 0; w < words; ++w) {
+    std::uint64_t bits = order_bits_[w];
+    order_bits_[w] = 0;
+    while (bits) {
+      const std::uint64_t age = w * 64 + static_cast<std::uint64_t>(__builtin_ctzll(bits));
+      bits &= bits - 1;
+      Grant& g = grants_[k++];
+      g.seq = lo + age;
+      g.channel = order_channel_[age];
+    }
   }
 }
 

@@ -15,6 +15,7 @@
 // Exchange messages within a chip are one unit holding both the sender's and the receiver's
 // port (IPU exchange). docs/hardware-model.md has the rules and the formulas.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -296,6 +297,11 @@ class PacketNetwork : public RoutedTransport {
   const Route& pair_route(std::uint32_t src, std::uint32_t dst);
 
   void process_cycle(Cycles t);
+  // Puts grants_ in age order (lo, hi: the least and greatest seq among them).
+  void order_grants(std::uint64_t lo, std::uint64_t hi);
+  static constexpr std::uint64_t kOrderWindow = 4096;  // ages order_grants() sorts by bitmap
+  std::array<std::uint64_t, kOrderWindow / 64> order_bits_{};  // all zero between calls
+  std::array<std::uint32_t, kOrderWindow> order_channel_{};
   void start_message(std::uint32_t m, Cycles t);
   void next_packet(std::uint32_t src, Cycles t);
   TESSERA_HOT_INLINE void wait_at(std::uint32_t packet, Cycles ready);
