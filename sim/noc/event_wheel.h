@@ -98,6 +98,7 @@ class EventWheel {
     // the slot of an earlier cycle is a later cycle's: never store it silently (a cheap branch)
     if (t < now_) throw std::logic_error("EventWheel: an event before the last cycle taken");
     ++size_;
+    if (next_known_ != kNone && t < next_known_) next_known_ = t;  // unknown stays unknown
     if (t < now_ + kSlots) {
       const std::size_t s = t & (kSlots - 1);
       slots_[s].push_back(e);
@@ -110,6 +111,7 @@ class EventWheel {
   bool empty() const { return size_ == 0; }
   // Back to cycle 0 with no events.
   void clear() {
+    next_known_ = kNone;
     for (auto& b : slots_) b.clear();
     std::fill(bits_.begin(), bits_.end(), 0);
     far_.clear();
@@ -118,8 +120,35 @@ class EventWheel {
   }
   std::size_t size() const { return size_; }
 
-  // The earliest cycle with an event (call only when not empty).
+  // The earliest cycle with an event (call only when not empty). Kept once found until a cycle
+  // is taken: an engine and its driver ask several times per cycle.
   Cycles next() const {
+    if (next_known_ != kNone) return next_known_;
+    next_known_ = find_next();
+    return next_known_;
+  }
+
+  // Moves every event of cycle `t` (t >= every earlier call's t) into `out`, in push order.
+  void take(Cycles t, std::vector<Event>& out) {
+    advance_to(t);
+    const std::size_t s = t & (kSlots - 1);
+    auto& b = slots_[s];
+    if (b.empty()) return;
+    next_known_ = kNone;
+    size_ -= b.size();
+    if (out.empty()) {
+      std::swap(out, b);  // the slot keeps out's (empty) storage: no copy, nothing allocated
+    } else {
+      out.insert(out.end(), b.begin(), b.end());
+      b.clear();
+    }
+    bits_[s / 64] &= ~(std::uint64_t{1} << (s % 64));
+  }
+
+ private:
+  static constexpr Cycles kNone = ~Cycles{0};  // next_known_: not worked out
+
+  Cycles find_next() const {
     Cycles best = far_.empty() ? ~Cycles{0} : far_.min();
     // scan the bitmap from now_ for one lap
     const std::size_t start = now_ & (kSlots - 1);
@@ -136,19 +165,6 @@ class EventWheel {
     return best;
   }
 
-  // Moves every event of cycle `t` (t >= every earlier call's t) into `out`, in push order.
-  void take(Cycles t, std::vector<Event>& out) {
-    advance_to(t);
-    const std::size_t s = t & (kSlots - 1);
-    auto& b = slots_[s];
-    if (b.empty()) return;
-    size_ -= b.size();
-    out.insert(out.end(), b.begin(), b.end());
-    b.clear();
-    bits_[s / 64] &= ~(std::uint64_t{1} << (s % 64));
-  }
-
- private:
   // Far events that come within the wheel's window move into it, cycle by cycle in push order
   // (so push order within a cycle is kept: a far event was always pushed before any near one of
   // its cycle).
@@ -168,6 +184,7 @@ class EventWheel {
   mutable RadixQueue<Event> far_;  // next() finds its least key, which it keeps
   Cycles now_ = 0;
   std::size_t size_ = 0;
+  mutable Cycles next_known_ = kNone;  // next()'s answer until a cycle is taken, or kNone
 };
 
 }  // namespace tessera::sim
