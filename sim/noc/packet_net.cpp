@@ -244,14 +244,17 @@ void PacketNetwork::order_grants(std::uint64_t lo, std::uint64_t hi) {
     std::sort(grants_.begin(), grants_.end(), [](const Grant& a, const Grant& b) { return a.seq < b.seq; });
     return;
   }
+  std::uint64_t used = 0;  // which words of order_bits_ have a bit set (the window is 64 words)
   for (const Grant& g : grants_) {
     const std::uint64_t age = g.seq - lo;
     order_bits_[age / 64] |= std::uint64_t{1} << (age % 64);
+    used |= std::uint64_t{1} << (age / 64);
     order_channel_[age] = g.channel;
   }
   std::size_t k = 0;
-  const std::uint64_t words = (hi - lo) / 64 + 1;
-  for (std::uint64_t w = 0; w < words; ++w) {
+  while (used) {
+    const auto w = static_cast<std::uint64_t>(__builtin_ctzll(used));
+    used &= used - 1;
     std::uint64_t bits = order_bits_[w];
     order_bits_[w] = 0;
     while (bits) {

@@ -299,7 +299,7 @@ class PacketNetwork : public RoutedTransport {
   void process_cycle(Cycles t);
   // Puts grants_ in age order (lo, hi: the least and greatest seq among them).
   void order_grants(std::uint64_t lo, std::uint64_t hi);
-  static constexpr std::uint64_t kOrderWindow = 4096;  // ages order_grants() sorts by bitmap
+  static constexpr std::uint64_t kOrderWindow = 4096;  // ages order_grants() sorts by bitmap: 64 words
   std::array<std::uint64_t, kOrderWindow / 64> order_bits_{};  // all zero between calls
   std::array<std::uint32_t, kOrderWindow> order_channel_{};
   void start_message(std::uint32_t m, Cycles t);
