@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "sim/results/trace.h"
 
@@ -265,6 +266,8 @@ void PacketNetwork::order_grants(std::uint64_t lo, std::uint64_t hi) {
       g.channel = order_channel_[age];
     }
   }
+  // two grants of one packet would have been one bit: a packet waits at one channel at a time
+  if (k != n) throw std::logic_error("PacketNetwork: a packet waiting at two channels at once");
 }
 
 void PacketNetwork::start_message(std::uint32_t m, Cycles t) {
