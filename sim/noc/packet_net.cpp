@@ -226,7 +226,7 @@ void PacketNetwork::process_cycle(Cycles t) {
       }
     }
     dirty_.clear();
-    order_grants(lo, hi);
+    if (grants_.size() > 1) order_grants(lo, hi);
     for (const Grant& g : grants_) try_grant(g.channel, t);
   }
 }
@@ -240,7 +240,6 @@ void PacketNetwork::process_cycle(Cycles t) {
 // stuck behind a hot spot while thousands pass) falls back to it.
 void PacketNetwork::order_grants(std::uint64_t lo, std::uint64_t hi) {
   const std::size_t n = grants_.size();
-  if (n < 2) return;
   if (hi - lo >= kOrderWindow) {
     std::sort(grants_.begin(), grants_.end(), [](const Grant& a, const Grant& b) { return a.seq < b.seq; });
     return;

@@ -297,7 +297,7 @@ class PacketNetwork : public RoutedTransport {
   const Route& pair_route(std::uint32_t src, std::uint32_t dst);
 
   void process_cycle(Cycles t);
-  // Puts grants_ in age order (lo, hi: the least and greatest seq among them).
+  // Puts grants_ (two or more) in age order (lo, hi: the least and greatest seq among them).
   void order_grants(std::uint64_t lo, std::uint64_t hi);
   void start_message(std::uint32_t m, Cycles t);
   void next_packet(std::uint32_t src, Cycles t);
