@@ -8,8 +8,8 @@ leaving out what measures the host (CPU seconds, memory).
 The cases: synthetic traffic at both levels of detail (four rates, uniform and hot spot), the
 collectives at both levels (ring all-reduce on the ACE engine, direct all-to-all, a ring on 36
 chiplets with packets that do not divide the messages, so short last packets are timed too),
-and three compiled models (ResNet-18 on a mesh chip, NeRF on an exchange chip and across two
-IPUs). Exit status 0 when every file is the same, 1 when one differs (it is named), 2 on a usage
+and compiled models (ResNet-18 on a mesh chip, NeRF on an exchange chip and across two IPUs,
+and NeRF on a mesh priced by the replay oracle, which resets one engine between plans). Exit status 0 when every file is the same, 1 when one differs (it is named), 2 on a usage
 or run error.
 """
 import argparse
@@ -36,6 +36,8 @@ CASES = {
     "resnet18-mesh": ["run", "--config", C / "mesh-10x12.json", "--workload", "resnet-18"],
     "nerf-ipu": ["run", "--config", C / "ipu-mk2.json", "--workload", "nerf"],
     "nerf-vipu2": ["run", "--config", C / "vipu-2.json", "--workload", "nerf"],
+    # plans priced by replaying their transfers on a network engine that is reset between them
+    "nerf-mesh-oracle": ["run", "--config", C / "mesh-8x8.json", "--workload", "nerf", "--price-by", "simulate"],
 }
 
 HOST_WORDS = ("cpu", "seconds", "rss", "memory", "host")
