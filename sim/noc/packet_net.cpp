@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "sim/results/trace.h"
@@ -96,7 +97,7 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   msg.coupled = r->coupled;
   const Bytes pb = r->packet_bytes;
   msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
-  msg.timed = !msg.coupled && pb > 0;
+  msg.timed = r->timed;
   msg.unsent = bytes;
   msg.outstanding = 0;
   msg.arrival = 0;
@@ -111,6 +112,11 @@ void PacketNetwork::fill(Route& r, std::uint32_t src, std::uint32_t dst) const {
   r.coupled = topo_.route(src, dst, scratch_);
   r.packet_bytes = topo_.packet_bytes(src, dst);
   const Bytes pb = r.coupled ? 0 : r.packet_bytes;  // the size the steps are timed for
+  r.timed = pb > 0;
+  auto narrow = [&r](std::int64_t fp) {  // a time that does not fit leaves the route untimed
+    if (fp > std::numeric_limits<std::int32_t>::max()) r.timed = false;
+    return static_cast<std::int32_t>(std::min<std::int64_t>(fp, std::numeric_limits<std::int32_t>::max()));
+  };
   for (std::size_t i = 0; i < scratch_.size(); ++i) {
     const Hop& h = scratch_[i];
     Step st;
@@ -121,14 +127,15 @@ void PacketNetwork::fill(Route& r, std::uint32_t src, std::uint32_t dst) const {
     st.prev_cls = i > 0 ? scratch_[i - 1].cls : 0;
     if (pb > 0) {  // the same formulas as grant()'s for a packet of another size
       const Channel& ch = channels_[h.channel];
-      st.dur_fp = wire_fp(ch.bytes_per_cycle, pb);
-      st.hold_fp = std::max(st.dur_fp, ch.min_fp);
+      const std::int64_t dur = wire_fp(ch.bytes_per_cycle, pb);
+      st.dur_fp = narrow(dur);
+      st.hold_fp = narrow(std::max(dur, ch.min_fp));
       if (st.prev_buffer != kNoBuffer)
-        st.read_fp = wire_fp(std::max(buffers_[st.prev_buffer].read_bytes_per_cycle, ch.bytes_per_cycle), pb);
+        st.read_fp = narrow(wire_fp(std::max(buffers_[st.prev_buffer].read_bytes_per_cycle, ch.bytes_per_cycle), pb));
       if (i + 1 < scratch_.size()) {
         const std::int64_t next_fp =
             std::max<std::int64_t>(wire_fp(channels_[scratch_[i + 1].channel].bytes_per_cycle, pb), kFrac);
-        st.head_fp = head_after(ch, st.dur_fp, next_fp);
+        st.head_fp = narrow(head_after(ch, dur, next_fp));
       }
     }
     r.hops.push_back(st);

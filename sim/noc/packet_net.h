@@ -217,18 +217,22 @@ class PacketNetwork : public RoutedTransport {
   // the route's packet size (`timed` packets): the time on the channel, how long it is held, how
   // long reading from the previous buffer takes, and when the head is ready at the next channel,
   // all counted from the start (docs/hardware-model.md). Packets of another size (a message's
-  // short last packet) work them out per grant.
+  // short last packet), and routes whose times do not fit 32 bits (packets of megabytes), work
+  // them out per grant. 32 bytes, so a step never straddles two cache lines (at 48, every other
+  // one did, and the arrival and the grant each read a step).
   struct Step {
     std::uint32_t channel;
     std::uint32_t buffer;       // where the packet waits after the channel; kNoBuffer at the end
     std::uint32_t prev_buffer;  // the one it is read from; kNoBuffer on the first hop
     std::uint8_t cls, prev_cls;
-    std::int64_t dur_fp = 0, hold_fp = 0, read_fp = 0, head_fp = 0;
+    std::int32_t dur_fp = 0, hold_fp = 0, read_fp = 0, head_fp = 0;
   };
+  static_assert(sizeof(Step) == 32);
   // A route worked out once and shared by the messages that point into its hops.
   struct Route {
     bool coupled = false;
-    Bytes packet_bytes = 0;  // of its packets, and of its steps' timings (0: none are timed)
+    bool timed = false;      // its steps' timings hold for packets of packet_bytes
+    Bytes packet_bytes = 0;  // of its packets
     std::vector<Step> hops;
   };
   struct Message {
