@@ -194,7 +194,7 @@ void PacketNetwork::process_cycle(Cycles t) {
           x.order = messages_[a].order;
           break;
         }
-        case Kind::Ready: wait_at(a, t); break;
+        case Kind::Ready: break;  // taken above
         case Kind::ChannelFree:
           if (channels_[a].wake_at == t) channels_[a].wake_at = kNever;
           mark(a);

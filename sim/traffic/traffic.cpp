@@ -210,11 +210,11 @@ TrafficPoint Driver::summary(const std::vector<Cycles>& busy_begin, const std::v
   p.accepted_packets = static_cast<double>(accepted_) / node_cycles;
   p.accepted_flits = p.accepted_packets * flits_;
   p.measured_packets = generated_in_window_;
-  std::uint64_t delivered = 0, sum = 0, max = 0;
+  std::uint64_t delivered = 0, sum = 0, longest = 0;
   for (Cycles l = 0; l < latency_count_.size(); ++l) {
     delivered += latency_count_[l];
     sum += latency_count_[l] * l;
-    if (latency_count_[l]) max = l;
+    if (latency_count_[l]) longest = l;
   }
   p.delivered_packets = delivered;
   // saturated: the window's load was not carried (5% slack for the window's edges), or some of
@@ -236,7 +236,7 @@ TrafficPoint Driver::summary(const std::vector<Cycles>& busy_begin, const std::v
     p.latency_p50 = pct(0.50);
     p.latency_p95 = pct(0.95);
     p.latency_p99 = pct(0.99);
-    p.latency_max = static_cast<double>(max);
+    p.latency_max = static_cast<double>(longest);
   }
   std::vector<ChannelStats*> st;
   net_->stats(st);
