@@ -66,3 +66,28 @@ TEST_CASE("event wheel against a sorted list: random pushes near and far, interl
   CHECK(got == want);
   CHECK(got.size() > 2000u);
 }
+
+TEST_CASE("event wheel: next() kept between takes follows pushes that come earlier", "[noc]") {
+  // next() is remembered until a cycle is taken; a push before the remembered cycle must move it,
+  // one after it must not, and a push when nothing was remembered must not invent an answer.
+  EventWheel<int> w;
+  w.push(40, 1);
+  CHECK(w.next() == 40);
+  w.push(90, 2);          // later: still 40
+  CHECK(w.next() == 40);
+  w.push(12, 3);          // earlier: now 12
+  CHECK(w.next() == 12);
+  w.push(3000, 4);        // far, later: still 12
+  CHECK(w.next() == 12);
+  std::vector<int> batch = {99};  // not empty: the cycle's events are appended after it
+  w.take(12, batch);
+  CHECK(batch == std::vector<int>{99, 3});
+  w.push(60, 5);          // nothing remembered since the take: 40 is found, not 60 assumed
+  CHECK(w.next() == 40);
+  batch.clear();
+  w.take(40, batch);      // an empty vector takes the slot's events whole
+  CHECK(batch == std::vector<int>{1});
+  CHECK(w.next() == 60);
+  w.take(60, batch);
+  CHECK(w.next() == 90);
+}
