@@ -362,12 +362,11 @@ void PacketNetwork::settle(Buffer& b, Cycles t) {
   b.release_min = next;
 }
 
-void PacketNetwork::release(std::uint32_t b, std::uint64_t at_cls, Bytes bytes) {
+void PacketNetwork::release(std::uint32_t b, Cycles at, std::uint8_t cls, Bytes bytes) {
   Buffer& buf = buffers_[b];
   Release& r = buf.releases.emplace_back();
-  r.at_cls = at_cls;
+  r.at_cls = Release::pack(at, cls);
   r.bytes = bytes;
-  const Cycles at = at_cls & ~kClsBit;
   buf.release_min = std::min(buf.release_min, at);
   if (buf.parked_room > 0) wake_for_room(b, at);
 }
@@ -560,7 +559,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   ++hops_;
   if (h.buffer != kNoBuffer) buffers_[h.buffer].room[h.cls] -= static_cast<std::int64_t>(pk.bytes);
   const Cycles end = ceil_cycles(end_fp);
-  if (from) release(h.prev_buffer, end | (std::uint64_t{h.prev_cls} << 63), pk.bytes);  // the tail leaves at `end`
+  if (from) release(h.prev_buffer, end, h.prev_cls, pk.bytes);  // the tail leaves at `end`
   if (trace_ && stats_[c].trace_track >= 0) trace_->span(stats_[c].trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
   std::uint32_t src = 0;
@@ -631,8 +630,7 @@ std::string PacketNetwork::stuck_report() const {
   std::uint64_t at_channel = 0, full = 0, roomy = 0, for_read = 0;
   for (const Channel& ch : channels_) at_channel += ch.waiting.size();
   for (const Buffer& b : buffers_) {
-    Bytes used[2] = {b.capacity - static_cast<Bytes>(b.room[0]),  // with the room of every tail that has left
-                     b.capacity - static_cast<Bytes>(b.room[1])};
+    Bytes used[2] = {b.used(0), b.used(1)};  // with the room of every tail that has left
     for (const Release& r : b.releases) used[r.cls()] -= r.bytes;
     for_read += b.parked_for_read.size();
     for (const Parked& p : b.parked_for_room)
@@ -661,8 +659,7 @@ bool PacketNetwork::quiet_at(Cycles t) const {
     if (b.read_free_fp > t_fp || b.parked_room != 0 || !b.parked_for_read.empty() || b.room_wake_at != kNever ||
         b.read_wake_at != kNever)
       return false;
-    Bytes used[2] = {b.capacity - static_cast<Bytes>(b.room[0]),  // with the room of every tail that has left
-                     b.capacity - static_cast<Bytes>(b.room[1])};
+    Bytes used[2] = {b.used(0), b.used(1)};  // with the room of every tail that has left
     for (const Release& r : b.releases) {
       if (r.at() > t) return false;
       used[r.cls()] -= r.bytes;
