@@ -24,7 +24,7 @@ convergence plots under --out:
       [--models bert-large,vit-base,resnet-18,nerf] [--seeds 5] [--samples 40]
       [--fidelity-samples 40] [--only search,learned,fidelity,budget] [--jobs 2]
       [--budget-models bert-large] [--budget-seconds 120] [--budget-seeds 3] [--weights-share S]
-      [--rl-models bert-large] [--rl-seeds 3] [--corpus-graphs 12] [--pretrain-samples 32]
+      [--rl-models bert-large] [--rl-seeds 3] [--corpus-graphs 18] [--pretrain-samples 32]
 """
 import argparse
 import concurrent.futures
@@ -307,7 +307,7 @@ def main():
     ap.add_argument("--only", default="search,learned,fidelity")
     ap.add_argument("--rl-models", default="bert-large")
     ap.add_argument("--rl-seeds", type=int, default=3)
-    ap.add_argument("--corpus-graphs", type=int, default=12)
+    ap.add_argument("--corpus-graphs", type=int, default=18)
     ap.add_argument("--pretrain-samples", type=int, default=32)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--weights-share", type=float, default=0.0,
