@@ -64,6 +64,9 @@ class Server:
         self.p.wait()
 
 
+FEATURES = 12  # per node, from features()
+
+
 def features(graph):
     """Per node: log bytes, log flops, position in order, cumulative share of flops and bytes,
     in- and out-degree, its bytes and the bytes up to it over a chip's capacity (where filling
@@ -75,14 +78,15 @@ def features(graph):
     n = len(graph["names"])
     by = [float(b) for b in graph["node_bytes"]]
     fl = [float(f) for f in graph["flops"]]
-    tot_f, tot_b = max(sum(fl), 1.0), max(sum(by), 1.0)
+    sum_f, sum_b = sum(fl), sum(by)
+    tot_f, tot_b = max(sum_f, 1.0), max(sum_b, 1.0)
     cap = float(graph.get("capacity_bytes") or 0) or tot_b  # no memory check: the model is one chip's worth
     chips = float(graph["chips"])
     indeg, outdeg = [0] * n, [0] * n
     for u, v in graph["edges"]:
         outdeg[u] += 1
         indeg[v] += 1
-    whole = [min(sum(by) / cap / chips, 2.0), math.log2(n) / 10, math.log2(1 + sum(fl)) / 50]
+    whole = [min(sum_b / cap / chips, 2.0), math.log2(n) / 10, math.log2(1 + sum_f) / 50]
     rows, cf, cb = [], 0.0, 0.0
     for i in range(n):
         cf += fl[i]
@@ -90,6 +94,7 @@ def features(graph):
         rows.append([math.log2(1 + by[i]) / 30, math.log2(1 + fl[i]) / 40, i / max(n - 1, 1), cf / tot_f, cb / tot_b,
                      indeg[i] / 4, outdeg[i] / 4, min(by[i] / cap, 2.0), min(cb / cap / chips, 2.0)] + whole)
     x = torch.tensor(rows, dtype=torch.float32)
+    assert x.shape[1] == FEATURES, "features(): FEATURES is the width of a row"
     a_in = torch.zeros(n, n)
     for u, v in graph["edges"]:
         a_in[v, u] = 1.0
@@ -97,9 +102,6 @@ def features(graph):
     a_in = a_in / a_in.sum(1, keepdim=True).clamp(min=1)
     a_out = a_out / a_out.sum(1, keepdim=True).clamp(min=1)
     return x, a_in, a_out
-
-
-FEATURES = 12
 
 
 class Policy(torch.nn.Module):
