@@ -143,6 +143,9 @@ void add_pipeline_options(CLI::App* cmd, PipelineArgs& a) {
   cmd->add_option("--batch", a.batch, "mini-batch (samples per iteration, a power of two); 0: the model's default");
   cmd->add_option("--min-micro-batch", a.min_micro_batch, "smallest micro-batch the search tries (a power of two)")
       ->capture_default_str();
+  cmd->add_option("--max-replicas", a.max_replicas,
+                  "data-parallel replicas per stage at most (a power of two; 1: no data parallelism; 0: no limit)")
+      ->capture_default_str();
   cmd->add_option("--planner", a.planner, "graphpipe, sequential, or both (and their ratio)")->capture_default_str();
   cmd->add_option("--schedule", a.schedule, "1f1b, kfkb (k of 1, 2 or 4 per stage, chosen by the search) or greedy")
       ->capture_default_str();
@@ -159,6 +162,7 @@ int pipeline_cmd(const PipelineArgs& a) {
   partition::PipeOptions o;
   o.mini_batch = a.batch ? a.batch : default_batch(a.model, devices);
   o.min_micro_batch = a.min_micro_batch;
+  o.max_replicas = a.max_replicas;
   const partition::MicroSchedule kind = partition::parse_micro_schedule(a.schedule);
   if (a.schedule == "kfkb") o.ks = {1, 2, 4};
   std::vector<PipePlanner> planners;
@@ -201,7 +205,7 @@ int pipeline_cmd(const PipelineArgs& a) {
     Json plans = Json::array();
     for (const Outcome& r : outs) plans.push_back(plan_json(r, m));
     Json j = {{"model", m.name},      {"config", cfg.name}, {"devices", devices}, {"mini_batch", o.mini_batch},
-              {"schedule", a.schedule}, {"plans", plans}};
+              {"schedule", a.schedule}, {"max_replicas", o.max_replicas}, {"plans", plans}};
     if (!ratio.is_null()) j["graphpipe_over_sequential"] = ratio;
     write_json(a.out, j);
   }

@@ -10,6 +10,7 @@ struct PipelineArgs {
   std::uint32_t branches = 0;  // 0: the model's default
   std::uint64_t batch = 0;     // mini-batch; 0: the model's default for the device count
   std::uint64_t min_micro_batch = 1;
+  std::uint32_t max_replicas = 0;  // 0: no limit
   bool estimate_only = false;
 };
 

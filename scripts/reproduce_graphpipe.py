@@ -8,8 +8,11 @@ Writes results.json and tables.md under --out:
               16, 1024 and 64 samples per device): GraphPipe vs the sequential pipeline, simulated
               samples/s, their ratio, pipeline depths, search CPU time and DP states
   branches    CANDLE-Uno with 2, 4, 8 and 16 branches on 4, 8 and 16 devices: the ratio
+  no DP       the same models and devices with one replica per stage (--max-replicas 1): the
+              ratio when the planners cannot balance stages by data parallelism
   case study  the 2-branch model (4 x [MHA, 2 linear] per branch) on 8 devices: stages, depth,
-              micro-batch sizes of both planners
+              micro-batch sizes of both planners, with data parallelism and without (the thesis's
+              case study found no data parallelism)
   schedules   1F1B, kFkB (k of 1, 2 or 4 per stage) and greedy on GraphPipe's plans, 8 devices
   estimate    the planner's estimated iteration against the simulated one, every run above
   heat maps   utilisation.png: each device's busy share over the simulated iteration (40 slices),
@@ -87,17 +90,39 @@ def branches(args):
     return rows, data
 
 
+def no_data_parallel(args):
+    rows = ["| model | devices | ratio (simulated) | ratio (estimated) | depth G / S | stages G / S | devices used G / S |",
+            "|---|---|---|---|---|---|---|"]
+    data = []
+    for model in ["mmt", "candle-uno", "dlrm"]:
+        for devices in [4, 8, 16, 32]:
+            r = run(args.tessera, model, devices, "--max-replicas", "1")
+            g, s = plans(r)["graphpipe"], plans(r)["sequential"]
+            ratio = r["graphpipe_over_sequential"]
+            rows.append(f"| {r['model']} | {devices} | **{ratio['simulated_throughput']:.2f}x** | "
+                        f"{ratio['estimated_throughput']:.2f}x | {g['depth']} / {s['depth']} | "
+                        f"{len(g['stages'])} / {len(s['stages'])} | {g['devices_used']} / {s['devices_used']} |")
+            data.append(r)
+    return rows, data
+
+
 def case_study(args):
-    r = run(args.tessera, "two-branch", 8)
-    rows = ["| planner | stages | depth | micro-batch sizes | in-flight at the first stage | simulated samples/s |",
-            "|---|---|---|---|---|---|"]
-    for p in r["plans"]:
-        mbs = sorted({s["micro_batch"] for s in p["stages"]})
-        rows.append(f"| {p['planner']} | {len(p['stages'])} | {p['depth']} | {', '.join(map(str, mbs))} | "
-                    f"{p['stages'][0]['in_flight_samples']} | {p['simulated']['samples_per_s']:,.0f} |")
+    rows = ["| data parallelism | planner | stages | depth | micro-batch sizes | replicas | in-flight at the first stage | "
+            "simulated samples/s |", "|---|---|---|---|---|---|---|---|"]
+    data, ratios = [], []
+    for label, extra in (("allowed", []), ("none (--max-replicas 1)", ["--max-replicas", "1"])):
+        r = run(args.tessera, "two-branch", 8, *extra)
+        for p in r["plans"]:
+            mbs = sorted({s["micro_batch"] for s in p["stages"]})
+            reps = sorted({s["replicas"] for s in p["stages"]})
+            rows.append(f"| {label} | {p['planner']} | {len(p['stages'])} | {p['depth']} | {', '.join(map(str, mbs))} | "
+                        f"{', '.join(map(str, reps))} | {p['stages'][0]['in_flight_samples']} | "
+                        f"{p['simulated']['samples_per_s']:,.0f} |")
+        ratios.append(f"{label}: {r['graphpipe_over_sequential']['simulated_throughput']:.3f}x")
+        data.append(r)
     rows.append("")
-    rows.append(f"GraphPipe / sequential: {r['graphpipe_over_sequential']['simulated_throughput']:.3f}x simulated.")
-    return rows, r
+    rows.append(f"GraphPipe / sequential, simulated: {'; '.join(ratios)}.")
+    return rows, data
 
 
 def schedules(args):
@@ -148,6 +173,7 @@ def main():
     estimates = []
     tp_rows, tp = throughput(args, estimates)
     br_rows, br = branches(args)
+    nd_rows, nd = no_data_parallel(args)
     cs_rows, cs = case_study(args)
     sc_rows, sc = schedules(args)
     maps = [r for r in tp if r["model"].startswith(("dlrm", "candle")) and r["devices"] in (8, 16)]
@@ -157,13 +183,14 @@ def main():
                 f"error {100 * sum(errs) / len(errs):.1f}%, largest {100 * max(errs):.1f}%."]
     md = ["### Throughput: GraphPipe vs the sequential pipeline (simulated)", "", *tp_rows, "",
           "### Branch count (CANDLE-Uno, GraphPipe / sequential, simulated)", "", *br_rows, "",
+          "### Without data parallelism (one replica per stage, GraphPipe / sequential)", "", *nd_rows, "",
           "### Case study: two branches on 8 devices", "", *cs_rows, "",
           "### Micro-batch schedules (GraphPipe plans, simulated samples/s)", "", *sc_rows, "",
           "### The planner's estimate", "", *est_rows, ""]
     with open(os.path.join(args.out, "tables.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump({"throughput": tp, "branches": br, "case_study": cs, "schedules": sc,
+        json.dump({"throughput": tp, "branches": br, "no_data_parallel": nd, "case_study": cs, "schedules": sc,
                    "estimate_vs_simulated": [list(e) for e in estimates]}, f, indent=1)
     print("\n".join(md))
     print(f"({time.time() - t0:.0f} s; tables in {args.out}/tables.md)")

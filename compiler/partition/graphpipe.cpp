@@ -373,7 +373,8 @@ class Search {
   Value one_stage(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
     RangeInfo& r = info(node, lo, hi);
     Value best;
-    for (std::uint32_t rep = 1; rep <= d; rep *= 2)
+    const std::uint32_t most = o_.max_replicas ? std::min(d, o_.max_replicas) : d;
+    for (std::uint32_t rep = 1; rep <= most; rep *= 2)
       for (std::uint64_t b : batches_) {
         if (b < rep) continue;
         const double tps = stage_tps(r, rep, b);
@@ -759,6 +760,9 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
     throw Error(fmt::format("pipeline planner: tolerance {}: expected between 0 and 1", o.tolerance));
   if (o.ks.empty() || std::find(o.ks.begin(), o.ks.end(), 0u) != o.ks.end())
     throw Error("pipeline planner: kFkB k must be at least 1");
+  if (o.max_replicas != 0 && !power_of_two(o.max_replicas))
+    throw Error(fmt::format("pipeline planner: at most {} replicas per stage: expected a power of two (0: no limit)",
+                            o.max_replicas));
   // The DP splits devices at every node: its time grows about as devices^2.5 (128 devices: about
   // 3 CPU-minutes for both planners on MMT); beyond that it would look like a hang.
   if (dev.devices == 0 || dev.devices > 128)

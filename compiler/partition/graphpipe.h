@@ -76,6 +76,9 @@ struct PipeOptions {
   std::vector<std::uint32_t> ks = {1};  // kFkB k the search may give a stage ({1}: 1F1B)
   std::uint64_t min_micro_batch = 1;    // micro-batch sizes: powers of two from this up to mini_batch
   double tolerance = 1e-3;              // binary search: stop when the bracket is this share of the upper end
+  // Data-parallel replicas a stage may have at most (a power of two); 0: as many as its devices.
+  // 1 plans without data parallelism (the thesis's case study: both planners found none).
+  std::uint32_t max_replicas = 0;
 };
 
 struct PipeStage {

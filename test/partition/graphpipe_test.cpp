@@ -187,6 +187,31 @@ TEST_CASE("three branches on three devices: GraphPipe depth 2 vs a chain of 3, 2
   CHECK(gr.busy_cycles == std::vector<Cycles>{24000, 24000, 24000});  // 8 x (1000 + 2000) each
 }
 
+TEST_CASE("at most one replica per stage: no data parallelism, whatever devices are free", "[partition][graphpipe]") {
+  const PipeModel m = three_branches();
+  const sim::Config cfg = test::config(npus(6));
+  const DeviceSpec dev = device_spec(cfg, 6);
+  PipeOptions o;
+  o.mini_batch = 8;
+  for (PipePlanner planner : {PipePlanner::GraphPipe, PipePlanner::Sequential}) {
+    o.planner = planner;
+    o.max_replicas = 0;
+    // Free to replicate: each one-layer stage on 2 devices, micro-batches of 2 split over them:
+    // 3 us per sample on one device, 1.5 us on two.
+    const PipePlan free = plan_pipeline(m, dev, o);
+    CHECK(free.tps_s == Approx(1.5e-6));
+    CHECK(free.devices_used == 6u);
+    o.max_replicas = 1;
+    const PipePlan one = plan_pipeline(m, dev, o);
+    CHECK(one.tps_s == Approx(3e-6));
+    CHECK(one.devices_used == 3u);  // a layer is the smallest stage: three devices stay idle
+    for (const PipeStage& st : one.stages) CHECK(st.replicas == 1u);
+    CHECK(one.depth == (planner == PipePlanner::GraphPipe ? 2u : 3u));
+  }
+  o.max_replicas = 3;
+  CHECK_THROWS_WITH(plan_pipeline(m, dev, o), Contains("at most 3 replicas per stage: expected a power of two"));
+}
+
 TEST_CASE("the estimate queues messages on the ports, by hand, and the simulator agrees", "[partition][graphpipe]") {
   // Three branches of 1 us forward, 2 us backward per sample; a and b hand 64,000 B per sample to
   // the join's stage (c, join), 1 us on a 64 B/cycle port at 1 GHz. One micro-batch: a, b:
