@@ -122,6 +122,7 @@ class Core : public sc_core::sc_module, private StepSink {
   std::size_t pc_ = 0;
   bool done_ = false;
   Cycles finish_ = 0;
+  sc_core::sc_event never_;  // what a finished core waits for (see run())
 };
 
 }  // namespace tessera::sim
