@@ -138,12 +138,15 @@ partition::SearchResult run_search(const PartitionArgs& a, const partition::Grap
 // them with the solver's FIX mode and scores them. One JSON line per request on stdin, one per
 // answer on stdout; the first line out describes the graph.
 int serve(const ir::Workload& w, const partition::Graph& g, std::uint32_t chips, const partition::Evaluate& evaluate) {
-  Json flops = Json::array();
-  for (const auto& op : w.ops()) flops.push_back(op.flops());
+  Json flops = Json::array(), out_bytes = Json::array();
+  for (const auto& op : w.ops()) {
+    flops.push_back(op.flops());
+    out_bytes.push_back(w.tensor(op.expr.output.tensor).bytes());  // what a consumer on another chip receives
+  }
   Json edges = Json::array();
   for (const auto& [u, v] : g.edges) edges.push_back({u, v});
   std::cout << Json{{"graph", {{"workload", w.name}, {"names", g.names}, {"node_bytes", g.node_bytes}, {"flops", flops},
-                               {"edges", edges}, {"chips", chips}, {"capacity_bytes", g.chip_capacity_bytes}}}}.dump()
+                               {"out_bytes", out_bytes}, {"edges", edges}, {"chips", chips}, {"capacity_bytes", g.chip_capacity_bytes}}}}.dump()
             << std::endl;
   std::string line;
   for (std::uint64_t k = 1; std::getline(std::cin, line); ++k) {
