@@ -146,7 +146,8 @@ int serve(const ir::Workload& w, const partition::Graph& g, std::uint32_t chips,
   Json edges = Json::array();
   for (const auto& [u, v] : g.edges) edges.push_back({u, v});
   std::cout << Json{{"graph", {{"workload", w.name}, {"names", g.names}, {"node_bytes", g.node_bytes}, {"flops", flops},
-                               {"out_bytes", out_bytes}, {"edges", edges}, {"chips", chips}, {"capacity_bytes", g.chip_capacity_bytes}}}}.dump()
+                               {"out_bytes", out_bytes}, {"edges", edges}, {"chips", chips},
+                               {"capacity_bytes", g.chip_capacity_bytes}}}}.dump()
             << std::endl;
   std::string line;
   for (std::uint64_t k = 1; std::getline(std::cin, line); ++k) {

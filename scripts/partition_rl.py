@@ -73,8 +73,8 @@ def features(graph):
     chips by memory would put it, as a share of the ring), its output over a chip's capacity, and
     four of the graph's own: the ring's share its bytes need, log node count, log total flops, its
     largest output over a chip's capacity. The outputs say what a cut sends and what a chip holds
-    beside its weights (activations grow with the sequence, weights do not). The workload's operators are
-    in a topological order already. Without the graph's size a policy cannot tell a model that
+    beside its weights (activations grow with the sequence, weights do not). The workload's
+    operators are in a topological order already. Without the graph's size a policy cannot tell a model that
     must spread over many chips from one that is fastest on one (NeRF), so a pre-trained policy
     spread everything."""
     n = len(graph["names"])
