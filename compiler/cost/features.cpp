@@ -234,33 +234,49 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
 }
 
 // The gather as the program orders it: each core sends its messages one after another, in the
-// order of the list (by receiving core), and a message holds its sender's port until the
-// receiver's port takes it; a receiver takes the waiting senders oldest first. Receivers come in
-// list order, and every sender's earlier messages go to earlier receivers, so one pass over the
-// list schedules them: a max-plus recurrence, O(messages log messages). Port times are gather()'s.
+// order of the list, and a message holds its sender's port until the receiver's port takes it;
+// a receiver takes the waiting messages oldest first, by the time their senders put them up.
+// Oldest first makes every receiver first-in first-out in put-up time, so taking the messages in
+// the order they are put up (a heap of the senders, keyed by when their next message goes up;
+// ties to the lower core) schedules each at once: start = max(put up, its receiver free),
+// a max-plus recurrence, O(messages log senders). Port times are gather()'s.
+// An earlier version went through the list receiver by receiver, which is the same for one
+// operand's messages sorted by receiver but ran a joint gather's operands one after the other
+// at every receiver; where the second operand's messages were put up before the first one's
+// last reached a receiver it came out at half the time (docs/cost.md, "Several operands").
 double Fabric::in_order(const std::vector<Message>& messages) const {
-  free_.assign(sent_.size(), 0);
-  taken_.assign(sent_.size(), 0);
-  std::vector<double>& receiver_free = taken_;
+  const std::size_t cores = sent_.size();
+  // The messages of each sender in list order (counting sort: sender_start_ by core, then
+  // by_sender_ the messages' indices).
+  sender_start_.assign(cores + 1, 0);
+  for (const Message& m : messages)
+    if (m.from != m.to) ++sender_start_[m.from + 1];
+  for (std::size_t c = 0; c < cores; ++c) sender_start_[c + 1] += sender_start_[c];
+  by_sender_.resize(sender_start_[cores]);
+  sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
+  for (std::size_t i = 0; i < messages.size(); ++i)
+    if (messages[i].from != messages[i].to) by_sender_[sender_next_[messages[i].from]++] = static_cast<std::uint32_t>(i);
+  sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
+  // Senders by when their next message is put up, earliest (then lowest core) on top.
+  heap_.clear();
+  for (std::uint32_t c = 0; c < cores; ++c)
+    if (sender_start_[c] < sender_start_[c + 1]) heap_.push_back({0, c});
+  const auto later = [](const PutUp& a, const PutUp& b) { return a.time != b.time ? a.time > b.time : a.core > b.core; };
+  std::make_heap(heap_.begin(), heap_.end(), later);
+  taken_.assign(cores, 0);  // when each receiver's port is next free
   double end = 0;
-  for (std::size_t i = 0; i < messages.size();) {
-    const std::uint32_t to = messages[i].to;
-    waiting_.clear();
-    for (; i < messages.size() && messages[i].to == to; ++i)
-      if (messages[i].from != to)
-        waiting_.push_back({free_[messages[i].from], durations_[i], messages[i].from,
-                            static_cast<std::uint32_t>(waiting_.size())});
-    // oldest first, in list order among equals (std::sort on the pair: no buffer to allocate,
-    // as a stable sort would for every receiver)
-    std::sort(waiting_.begin(), waiting_.end(),
-              [](const Waiting& a, const Waiting& b) { return a.ready != b.ready ? a.ready < b.ready : a.seq < b.seq; });
-    double t = receiver_free[to];
-    for (const Waiting& w : waiting_) {
-      t = std::max(t, w.ready) + w.duration;
-      free_[w.from] = t;
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    const PutUp up = heap_.back();
+    heap_.pop_back();
+    const std::uint32_t i = by_sender_[sender_next_[up.core]++];
+    double& receiver_free = taken_[messages[i].to];
+    receiver_free = std::max(receiver_free, up.time) + durations_[i];
+    end = std::max(end, receiver_free);
+    if (sender_next_[up.core] < sender_start_[up.core + 1]) {
+      heap_.push_back({receiver_free, up.core});
+      std::push_heap(heap_.begin(), heap_.end(), later);
     }
-    receiver_free[to] = t;
-    end = std::max(end, t);
   }
   return end;
 }

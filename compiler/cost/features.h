@@ -61,7 +61,7 @@ struct GatherFeatures {
 class Fabric {
  public:
   explicit Fabric(const sim::Config& cfg);
-  // `messages` in the order the program issues them (by receiving core).
+  // `messages` in the order the program issues them (each core sends its own in list order).
   GatherFeatures gather(const std::vector<Message>& messages) const;
   // A shift round: every (sender, receiver) pair moves `bytes` at once.
   GatherFeatures round(const std::vector<std::pair<std::size_t, std::size_t>>& pairs, Bytes bytes) const;
@@ -91,13 +91,14 @@ class Fabric {
   bool torus_ = false;
   double copy_cycles_per_group_ = 1, lanes_ = 1, vector_issue_ = 0;
   // Scratch of gather(), per core, per link and per chip (kept to allocate once per fabric).
-  mutable std::vector<double> sent_, recv_, local_, sends_, recvs_, links_, chip_links_, free_, taken_;
-  struct Waiting {
-    double ready, duration;
-    std::uint32_t from;
-    std::uint32_t seq;  // its place in the receiver's list (ties go in list order)
+  mutable std::vector<double> sent_, recv_, local_, sends_, recvs_, links_, chip_links_, taken_;
+  struct PutUp {  // a sender's next message of in_order(), put up at `time`
+    double time;
+    std::uint32_t core;
   };
-  mutable std::vector<Waiting> waiting_;
+  mutable std::vector<PutUp> heap_;
+  mutable std::vector<std::size_t> sender_start_, sender_next_;  // per core: its first message in by_sender_, its next
+  mutable std::vector<std::uint32_t> by_sender_;                  // the messages' indices, sender by sender, in list order
   mutable std::vector<double> durations_;  // per message of the gather: its port time
 };
 

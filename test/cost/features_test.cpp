@@ -55,6 +55,14 @@ TEST_CASE("gather features on an exchange chip: busiest port, two-port chain, me
   const cost::GatherFeatures c = cost::Fabric(eight).gather(convoy);
   CHECK(c.port_cycles == Approx(8));
   CHECK(c.order_cycles == Approx(14));
+  // Two operands gathered at once (each core sends its share of the first, then of the second):
+  // the first, 1->0, 2->0, 3->0, 3->2 (16 B: 4 cycles each); the second, 1->2. Core 0 takes
+  // cores 1, 2, 3 at 0-4, 4-8, 8-12. Core 1 puts up 1->2 at 4, core 3 puts up 3->2 at 12, so
+  // core 2 takes 1->2 at 4-8 and 3->2 at 12-16: 16. (Receiver by receiver in list order, the
+  // first operand's 3->2 would go before the second's 1->2 and the gather end at 20.)
+  const sim::Config four = sim::parse_config(test::exchange_config(4), "test");
+  const cost::GatherFeatures joint = cost::Fabric(four).gather({{1, 0, 16}, {2, 0, 16}, {3, 0, 16}, {3, 2, 16}, {1, 2, 16}});
+  CHECK(joint.order_cycles == Approx(16));
   CHECK(f.messages == 2);
   CHECK(f.link_cycles == 0);  // one chip: no links
   CHECK(f.latency_cycles == 30);

@@ -67,6 +67,9 @@ TEST_CASE("a gather into one core takes its receive port in turns", "[oracle]") 
   // Two rounds of a 4-core ring, 64 bytes each: 16 cycles + 30 latency, no contention.
   CHECK(replay.round({{0, 1}, {1, 2}, {2, 3}, {3, 0}}, 64) == 46);
   CHECK(replay.round({{0, 1}, {1, 2}, {2, 3}, {3, 0}}, 64) == 46);  // nothing left from before
+  // Two operands at once (test/cost/features_test.cpp computes the ports' 16 cycles by hand):
+  // core 2 takes 1->2 (put up at 4) before 3->2 (put up at 12), oldest first; + 30 latency.
+  CHECK(replay.gather({{1, 0, 16}, {2, 0, 16}, {3, 0, 16}, {3, 2, 16}, {1, 2, 16}}) == 46);
 }
 
 TEST_CASE("the replay of a re-layout matches the simulator running it", "[oracle]") {
