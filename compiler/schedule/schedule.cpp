@@ -1111,10 +1111,6 @@ namespace {
 // features, as for T10's re-layouts: the program moves them the same way) and the barrier every
 // operator ends with; and, for a T10 operator, what reading its activations from stripes (a VGM
 // producer) costs over reading them from its producers' layouts.
-struct CollagePrices {
-  std::vector<double> t10, vgm, restripe, store;  // store: a T10 operator's output to stripes
-};
-
 CollagePrices collage_prices(const ir::Workload& w, const Options& o, const Schedule& t10, const Schedule& vgm) {
   Exchanges ex(w, o);
   CollagePrices c;
@@ -1137,32 +1133,7 @@ bool reads(const ir::Workload& w, std::size_t i, std::size_t prev) {
   return false;
 }
 
-// The price of an assignment (true: VGM) over every edge: a T10 operator reading from a VGM one
-// reads stripes; a T10 operator read by a VGM one stores its output to stripes (lowering does).
-double collage_price(const ir::Workload& w, const CollagePrices& c, const std::vector<bool>& use_vgm) {
-  double total = 0;
-  std::vector<bool> stored(use_vgm.size(), false);
-  for (std::size_t i = 0; i < use_vgm.size(); ++i) {
-    total += use_vgm[i] ? c.vgm[i] : c.t10[i];
-    bool restriped = false;
-    for (const auto& in : w.ops()[i].expr.inputs) {
-      const int p = w.producer(in.tensor);
-      if (p < 0) continue;
-      const auto q = static_cast<std::size_t>(p);
-      if (!use_vgm[i] && use_vgm[q] && !restriped) {
-        total += c.restripe[i];
-        restriped = true;
-      }
-      if (use_vgm[i] && !use_vgm[q] && !stored[q]) {
-        total += c.store[q];
-        stored[q] = true;
-      }
-    }
-  }
-  return total;
-}
-
-// The chain DP above sees only the edge from the previous operator; an operator reading two
+// The chain DP (collage_choice) sees only the edge from the previous operator; an operator reading two
 // producers (attention scores read q and k) pays for the other edge too. Priced over every edge,
 // an operator moves to the other backend while that lowers the total (passes in execution order
 // until none does; each pass is O(operators x edges), and every move lowers the price, so it
@@ -1194,10 +1165,33 @@ void improve_by_flips(const ir::Workload& w, const CollagePrices& c, std::vector
 
 }  // namespace
 
-Schedule schedule_collage(const ir::Workload& w, const Options& o, const Schedule& t10, const Schedule& vgm) {
-  const std::size_t n = w.ops().size();
-  if (t10.ops.size() != n || vgm.ops.size() != n) throw std::logic_error("schedule_collage: schedules of another workload");
-  const CollagePrices c = collage_prices(w, o, t10, vgm);
+// The price of an assignment (true: VGM) over every edge: a T10 operator reading from a VGM one
+// reads stripes; a T10 operator read by a VGM one stores its output to stripes (lowering does).
+double collage_price(const ir::Workload& w, const CollagePrices& c, const std::vector<bool>& use_vgm) {
+  double total = 0;
+  std::vector<bool> stored(use_vgm.size(), false);
+  for (std::size_t i = 0; i < use_vgm.size(); ++i) {
+    total += use_vgm[i] ? c.vgm[i] : c.t10[i];
+    bool restriped = false;
+    for (const auto& in : w.ops()[i].expr.inputs) {
+      const int p = w.producer(in.tensor);
+      if (p < 0) continue;
+      const auto q = static_cast<std::size_t>(p);
+      if (!use_vgm[i] && use_vgm[q] && !restriped) {
+        total += c.restripe[i];
+        restriped = true;
+      }
+      if (use_vgm[i] && !use_vgm[q] && !stored[q]) {
+        total += c.store[q];
+        stored[q] = true;
+      }
+    }
+  }
+  return total;
+}
+
+std::vector<bool> collage_choice(const ir::Workload& w, const CollagePrices& c) {
+  const std::size_t n = c.t10.size();
   // best[i][b]: least price of operators 0..i with operator i on backend b (0 T10, 1 VGM); only
   // the edge from operator i-1 depends on the state, other edges are priced afterwards.
   std::vector<std::array<double, 2>> best(n);
@@ -1225,6 +1219,14 @@ Schedule schedule_collage(const ir::Workload& w, const Options& o, const Schedul
     }
   }
   improve_by_flips(w, c, use_vgm);
+  return use_vgm;
+}
+
+Schedule schedule_collage(const ir::Workload& w, const Options& o, const Schedule& t10, const Schedule& vgm) {
+  const std::size_t n = w.ops().size();
+  if (t10.ops.size() != n || vgm.ops.size() != n) throw std::logic_error("schedule_collage: schedules of another workload");
+  const CollagePrices c = collage_prices(w, o, t10, vgm);
+  const std::vector<bool> use_vgm = collage_choice(w, c);
   Schedule s;
   s.planner = "collage";
   for (std::size_t i = 0; i < n; ++i) {

@@ -116,6 +116,17 @@ Schedule schedule_vgm(const ir::Workload& w, const Options& o);
 // producer ran on VGM pays for reading its activations from stripes. `predicted_cycles` is the
 // chosen assignment priced over every edge (docs/compiler.md, "Collage").
 Schedule schedule_collage(const ir::Workload& w, const Options& o, const Schedule& t10, const Schedule& vgm);
+// What the collage's choice prices, per operator: t10 and vgm, each backend's own price; restripe,
+// what a T10 operator pays beyond its own input gather when a VGM producer left its activations
+// in stripes; store, what a T10 operator pays to store its output to stripes for a VGM reader.
+struct CollagePrices {
+  std::vector<double> t10, vgm, restripe, store;
+};
+// An assignment (true: VGM) priced over every producer-reader edge.
+double collage_price(const ir::Workload& w, const CollagePrices& c, const std::vector<bool>& use_vgm);
+// The collage's choice: the chain DP, then single-operator moves priced over every edge, then
+// the better uniform assignment unless the mix is priced 0.5% under it (docs/compiler.md).
+std::vector<bool> collage_choice(const ir::Workload& w, const CollagePrices& c);
 // The planner of operator i's plan.
 inline const std::string& planner_of(const Schedule& s, std::size_t i) {
   return s.ops[i].planner.empty() ? s.planner : s.ops[i].planner;
