@@ -246,36 +246,55 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
 // last reached a receiver it came out at half the time (docs/cost.md, "Several operands").
 double Fabric::in_order(const std::vector<Message>& messages) const {
   const std::size_t cores = sent_.size();
-  // The messages of each sender in list order (counting sort: sender_start_ by core, then
-  // by_sender_ the messages' indices).
+  // Each sender's messages in list order, as receivers and port times side by side (a counting
+  // sort by sender: the loop below then reads them in sequence).
   sender_start_.assign(cores + 1, 0);
   for (const Message& m : messages)
     if (m.from != m.to) ++sender_start_[m.from + 1];
   for (std::size_t c = 0; c < cores; ++c) sender_start_[c + 1] += sender_start_[c];
-  by_sender_.resize(sender_start_[cores]);
+  order_to_.resize(sender_start_[cores]);
+  order_time_.resize(sender_start_[cores]);
   sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
   for (std::size_t i = 0; i < messages.size(); ++i)
-    if (messages[i].from != messages[i].to) by_sender_[sender_next_[messages[i].from]++] = static_cast<std::uint32_t>(i);
+    if (messages[i].from != messages[i].to) {
+      const std::size_t k = sender_next_[messages[i].from]++;
+      order_to_[k] = messages[i].to;
+      order_time_[k] = durations_[i];
+    }
   sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
-  // Senders by when their next message is put up, earliest (then lowest core) on top.
+  // Senders by when their next message is put up, earliest (then lowest core) on top: a binary
+  // min-heap. Every sender starts at 0 and the cores go in ascending, which is already a heap.
   heap_.clear();
   for (std::uint32_t c = 0; c < cores; ++c)
     if (sender_start_[c] < sender_start_[c + 1]) heap_.push_back({0, c});
-  const auto later = [](const PutUp& a, const PutUp& b) { return a.time != b.time ? a.time > b.time : a.core > b.core; };
-  std::make_heap(heap_.begin(), heap_.end(), later);
+  const auto before = [](const PutUp& a, const PutUp& b) { return a.time != b.time ? a.time < b.time : a.core < b.core; };
+  // The top replaced by `v`, moved down to its place: one pass down where a pop and a push
+  // take a pass down and one up.
+  const auto replace_top = [&](PutUp v) {
+    const std::size_t n = heap_.size();
+    std::size_t i = 0;
+    for (std::size_t child = 1; child < n; child = 2 * i + 1) {
+      if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+      if (!before(heap_[child], v)) break;
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    heap_[i] = v;
+  };
   taken_.assign(cores, 0);  // when each receiver's port is next free
   double end = 0;
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    const PutUp up = heap_.back();
-    heap_.pop_back();
-    const std::uint32_t i = by_sender_[sender_next_[up.core]++];
-    double& receiver_free = taken_[messages[i].to];
-    receiver_free = std::max(receiver_free, up.time) + durations_[i];
+    const PutUp up = heap_.front();
+    const std::size_t k = sender_next_[up.core]++;
+    double& receiver_free = taken_[order_to_[k]];
+    receiver_free = std::max(receiver_free, up.time) + order_time_[k];
     end = std::max(end, receiver_free);
     if (sender_next_[up.core] < sender_start_[up.core + 1]) {
-      heap_.push_back({receiver_free, up.core});
-      std::push_heap(heap_.begin(), heap_.end(), later);
+      replace_top({receiver_free, up.core});
+    } else {
+      const PutUp last = heap_.back();
+      heap_.pop_back();
+      if (!heap_.empty()) replace_top(last);
     }
   }
   return end;

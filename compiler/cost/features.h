@@ -97,8 +97,9 @@ class Fabric {
     std::uint32_t core;
   };
   mutable std::vector<PutUp> heap_;
-  mutable std::vector<std::size_t> sender_start_, sender_next_;  // per core: its first message in by_sender_, its next
-  mutable std::vector<std::uint32_t> by_sender_;                  // the messages' indices, sender by sender, in list order
+  mutable std::vector<std::size_t> sender_start_, sender_next_;  // per core: its first message in order_*, its next
+  mutable std::vector<std::uint32_t> order_to_;                   // the messages' receivers, sender by sender, in list order
+  mutable std::vector<double> order_time_;                        // and their port times
   mutable std::vector<double> durations_;  // per message of the gather: its port time
 };
 
