@@ -63,15 +63,16 @@ int calibrate_cmd(const CalibrateArgs& a) {
   const cost::Calibration cal = cost::calibrate(fitted, held, o);
   cost::save_calibration(a.out, cal.model);
   if (!a.csv.empty()) write_samples_csv(a.csv, cal.samples, cal.model);
-  fmt::print("{:<12} {:>7} {:>9} {:>9} {:>9} {:>7} {:>11} {:>9}   weights (", "class", "samples", "fit MAPE", "held MAPE",
-             "held R2", "tau", "config MAPE", "config tau");
+  fmt::print("{:<12} {:>7} {:>9} {:>9} {:>9} {:>7} {:>11} {:>9} {:>6}   weights (", "class", "samples", "fit MAPE",
+             "held MAPE", "held R2", "tau", "config MAPE", "config tau", "prior");
   for (std::size_t f = 0; f < cost::kFeatures; ++f) fmt::print("{}{}", f ? ", " : "", cost::feature_names()[f]);
   fmt::print(")\n");
   for (const auto& [cls, m] : cal.model.classes) {
     fmt::print("{:<12} {:>7} {:>8.2f}% {:>8.2f}% {:>9.4f} {:>7.3f} ", cls, m.fit.samples + m.held_out.samples,
                100 * m.fit.mape, 100 * m.held_out.mape, m.held_out.r2, m.held_out.kendall_tau);
-    if (m.held_out_configs.samples) fmt::print("{:>10.2f}% {:>9.3f}   ", 100 * m.held_out_configs.mape, m.held_out_configs.kendall_tau);
-    else fmt::print("{:>11} {:>9}   ", "-", "-");
+    if (m.held_out_configs.samples) fmt::print("{:>10.2f}% {:>9.3f} ", 100 * m.held_out_configs.mape, m.held_out_configs.kendall_tau);
+    else fmt::print("{:>11} {:>9} ", "-", "-");
+    fmt::print("{:>6.3g}   ", m.prior_strength);
     for (std::size_t f = 0; f < cost::kFeatures; ++f) fmt::print("{}{:.4g}", f ? " " : "", m.coef[f]);
     fmt::print("\n");
   }

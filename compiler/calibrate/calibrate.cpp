@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -403,21 +405,75 @@ FitStats stats_on(const ClassModel& m, const std::vector<const Sample*>& got) {
   return st;
 }
 
+// Mean relative error of each sample in the fold `of(sample) == f`, priced by a fit on the
+// samples outside it, over folds 0 .. folds - 1.
+template <typename Fold>
+double cross_validated(const std::vector<const Sample*>& fitted, std::size_t folds, Fold of, double strength) {
+  double error = 0;
+  std::size_t n = 0;
+  for (std::size_t f = 0; f < folds; ++f) {
+    std::vector<Terms> x, tx;
+    std::vector<double> y, ty;
+    for (const Sample* s : fitted) {
+      const bool test = of(*s) == f;
+      (test ? tx : x).push_back(s->terms);
+      (test ? ty : y).push_back(s->simulated_cycles);
+    }
+    if (x.empty() || tx.empty()) continue;
+    const ClassModel m = fit(x, y, strength);
+    for (std::size_t i = 0; i < tx.size(); ++i) error += std::abs(m.predict(tx[i]).total() - ty[i]) / ty[i];
+    n += tx.size();
+  }
+  return n ? error / static_cast<double>(n) : 0;
+}
+
+// The pull toward the analytical weights (cost::fit), chosen by cross-validation on the fitted
+// samples alone (the held-out shapes and configs play no part): over shapes, four folds by
+// (config, shape) so that a shape's plans are never on both sides, and, with several fitted
+// configs, over configs, each config priced by a fit on the others. The strength with the
+// lowest sum of the two mean relative errors wins (ties to the weaker).
+double choose_prior_strength(const std::vector<const Sample*>& fitted) {
+  static constexpr double kStrengths[] = {0, 0.001, 0.01, 0.1, 1, 10};
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> group;
+  std::set<std::size_t> configs;
+  for (const Sample* s : fitted) {
+    group.emplace(std::make_pair(s->config, s->shape), group.size());
+    configs.insert(s->config);
+  }
+  const std::size_t folds = std::min<std::size_t>(4, group.size());
+  if (folds < 2) return 0;
+  const auto by_shape = [&](const Sample& s) { return group.at({s.config, s.shape}) % folds; };
+  const auto by_config = [&](const Sample& s) {
+    return static_cast<std::size_t>(std::distance(configs.begin(), configs.find(s.config)));
+  };
+  double best = 0, best_error = std::numeric_limits<double>::infinity();
+  for (double strength : kStrengths) {
+    double error = cross_validated(fitted, folds, by_shape, strength);
+    if (configs.size() > 1) error += cross_validated(fitted, configs.size(), by_config, strength);
+    if (error < best_error) {
+      best_error = error;
+      best = strength;
+    }
+  }
+  return best;
+}
+
 // Fits on the fitted configs' shapes that are not held out; measures on the held-out shapes
 // (MAPE, R2, and Kendall's tau over each shape's plans) and on the held-out configs.
 ClassModel fit_class(const std::vector<Sample>& got) {
   std::vector<Terms> fx;
   std::vector<double> fy;
-  std::vector<const Sample*> shapes, configs;
+  std::vector<const Sample*> fitted, shapes, configs;
   for (const auto& s : got) {
     if (s.held_out_config) configs.push_back(&s);
     else if (s.held_out) shapes.push_back(&s);
     else {
+      fitted.push_back(&s);
       fx.push_back(s.terms);
       fy.push_back(s.simulated_cycles);
     }
   }
-  ClassModel m = fit(fx, fy);
+  ClassModel m = fit(fx, fy, choose_prior_strength(fitted));
   m.held_out = stats_on(m, shapes);
   m.held_out_configs = stats_on(m, configs);
   return m;

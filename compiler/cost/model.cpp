@@ -137,7 +137,7 @@ Json Model::to_json() const {
     Json coef = Json::object();
     for (std::size_t f = 0; f < kFeatures; ++f) coef[feature_names()[f]] = m.coef[f];
     cls[name] = Json{{"coefficients", coef}, {"fit", stats_json(m.fit)}, {"held_out", stats_json(m.held_out)},
-                     {"held_out_configs", stats_json(m.held_out_configs)}};
+                     {"held_out_configs", stats_json(m.held_out_configs)}, {"prior_strength", m.prior_strength}};
   }
   Json feats = Json::array();
   for (const char* f : feature_names()) feats.push_back(f);
@@ -199,6 +199,11 @@ Model load_calibration(const std::string& path, const sim::Config& cfg, bool for
     cm.fit = read_stats(c.object("fit"));
     cm.held_out = read_stats(c.object("held_out"));
     cm.held_out_configs = read_stats(c.object("held_out_configs"));
+    // Files written before the prior have none: their fits had strength 0.
+    if (c.has("prior_strength")) {
+      cm.prior_strength = number(c, "prior_strength");
+      if (cm.prior_strength < 0 || !std::isfinite(cm.prior_strength)) c.fail("prior_strength", "expected a finite number >= 0");
+    }
     c.reject_unknown_keys();
     m.classes[name] = cm;
   }
@@ -269,7 +274,7 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
 
 }  // namespace
 
-ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& y) {
+ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& y, double prior_strength) {
   if (x.size() != y.size() || x.empty()) throw Error("cost fit: expected as many samples as simulated times, at least one");
   const auto n = static_cast<Eigen::Index>(x.size());
   // Row i is sample i divided by its simulated time: the residuals are relative errors.
@@ -287,9 +292,28 @@ ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& y) {
     norm(c) = a.col(c).norm();
     if (norm(c) > 0) a.col(c) /= norm(c);
   }
-  const Eigen::VectorXd sol = nnls(a, Eigen::VectorXd::Ones(n));
+  // The prior as rows under the samples': sqrt(strength) * (w - analytical) joins the residuals,
+  // for the compute features only (MAC, fetch, write-back, vector cycles: the ones that move
+  // together and whose analytical split is known); the exchange terms' analytical weights are
+  // far off on a mesh, and a per-step overhead has no analytical weight at all.
+  const auto k = static_cast<Eigen::Index>(kFeatures);
+  Eigen::MatrixXd aa = Eigen::MatrixXd::Zero(n + k, k);
+  Eigen::VectorXd bb = Eigen::VectorXd::Zero(n + k);
+  aa.topRows(n) = a;
+  bb.head(n).setOnes();
+  if (prior_strength > 0) {
+    const Vec w0 = analytical_weights();
+    const double s = std::sqrt(prior_strength);
+    for (Eigen::Index c = kMac; c <= static_cast<Eigen::Index>(kVector); ++c)
+      if (norm(c) > 0) {
+        aa(n + c, c) = s;
+        bb(n + c) = s * w0[static_cast<std::size_t>(c)] * norm(c);
+      }
+  }
+  const Eigen::VectorXd sol = nnls(aa, bb);
   ClassModel m;
   m.calibrated = true;
+  m.prior_strength = prior_strength;
   for (std::size_t c = 0; c < kFeatures; ++c) {
     const auto ci = static_cast<Eigen::Index>(c);
     m.coef[c] = norm(ci) > 0 ? sol(ci) / norm(ci) : 0.0;

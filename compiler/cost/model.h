@@ -80,6 +80,7 @@ struct ClassModel {
   bool calibrated = false;
   bool oracle = false;  // --price-by simulate: Terms::oracle, not the features
   FitStats fit, held_out, held_out_configs;  // fitted samples, held-out shapes, held-out configs
+  double prior_strength = 0;  // the fit's pull toward the analytical weights (fit(), below)
   Breakdown predict(const Terms& t) const;
 };
 
@@ -114,8 +115,12 @@ void save_calibration(const std::string& path, const Model& m);
 
 // Least squares on relative error (each sample weighted by 1 / simulated), with non-negative
 // weights: a negative one would reward plans for moving more bytes. Features that never vary from
-// zero keep weight 0.
-ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& simulated);
+// zero keep weight 0. With prior_strength > 0 the compute features' weights are also pulled
+// toward the analytical ones (a ridge penalty on the difference, in units where every feature's
+// column has norm 1): MAC, fetch and write-back cycles, which move together, then keep the
+// analytical split instead of trading weight for a better fit on the samples and a worse one on
+// other shapes.
+ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& simulated, double prior_strength = 0);
 FitStats stats(const ClassModel& m, const std::vector<Terms>& x, const std::vector<double>& simulated);
 // Mean |predicted - simulated| / simulated, and 1 - SS_res / SS_tot (0 for empty series).
 double mape(const std::vector<double>& predicted, const std::vector<double>& simulated);

@@ -65,6 +65,32 @@ TEST_CASE("the fit keeps every weight non-negative", "[cost]") {
   CHECK(m.fit.mape < 0.1);
 }
 
+TEST_CASE("the prior settles collinear features on the analytical split", "[cost]") {
+  // Write-back cycles are exactly 3x the fetch cycles in every sample, and the times are the
+  // write-back cycles plus the vector work: fetch 3 / write-back 0 fits as exactly as the
+  // analytical split, fetch 0 / write-back 1. Only the pull toward the analytical weights
+  // decides between them.
+  std::vector<cost::Terms> x;
+  std::vector<double> y;
+  for (std::size_t i = 0; i < 24; ++i) {
+    cost::Terms t;
+    t.fetch_cycles = 40.0 + 17.0 * static_cast<double>(i % 7) * static_cast<double>(i % 3 + 1);
+    t.writeback_cycles = 3 * t.fetch_cycles;
+    t.vector_cycles = 500.0 + 61.0 * static_cast<double>((i * 5) % 11);
+    x.push_back(t);
+    y.push_back(t.writeback_cycles + t.vector_cycles);
+  }
+  const cost::ClassModel plain = cost::fit(x, y);
+  CHECK(plain.fit.mape < 1e-9);
+  CHECK(plain.coef[cost::kFetch] == Approx(3));  // without the pull: the first of the equal columns
+  const cost::ClassModel pulled = cost::fit(x, y, 0.01);
+  CHECK(pulled.prior_strength == 0.01);
+  CHECK(pulled.coef[cost::kWriteback] == Approx(1).epsilon(1e-6));
+  CHECK(pulled.coef[cost::kFetch] == Approx(0).margin(1e-6));
+  CHECK(pulled.coef[cost::kVector] == Approx(1).epsilon(1e-6));
+  CHECK(pulled.fit.mape < 1e-9);
+}
+
 TEST_CASE("the fit refuses empty or non-positive samples", "[cost]") {
   CHECK_THROWS_WITH(cost::fit({}, {}), Catch::Contains("at least one"));
   CHECK_THROWS_WITH(cost::fit({cost::Terms{}}, {0.0}), Catch::Contains("sample 0 has simulated time 0"));
