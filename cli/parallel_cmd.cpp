@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -82,6 +83,14 @@ Json to_json(const partition::Evaluation& e, const std::vector<partition::Kernel
                      {"network_s", p.network_s}, {"sram_bytes", p.sram_bytes}, {"seconds", p.seconds()},
                      {"backward_seconds", p.backward_seconds()}, {"backward_compute_s", p.backward_compute_s},
                      {"backward_memory_s", p.backward_memory_s}, {"backward_network_s", p.backward_network_s}});
+    if (p.setup_s > 0) {
+      parts.back()["setup_s"] = p.setup_s;
+      parts.back()["backward_setup_s"] = p.backward_setup_s;
+    }
+    if (p.tile_cycles > 0) {
+      parts.back()["tile_cycles"] = p.tile_cycles;
+      parts.back()["tiles"] = p.tiles;
+    }
   }
   j["partitions"] = parts;
   j["layer_s"] = e.layer_s;
@@ -103,12 +112,15 @@ Json to_json(const partition::Evaluation& e, const std::vector<partition::Kernel
 
 void print_partitions(const partition::Evaluation& e, const std::vector<partition::Kernel>& layer) {
   fmt::print("partitions of one layer on one chip ({}):\n", describe(e));
-  fmt::print("  {:<36} {:>11} {:>11} {:>11} {:>9}\n", "kernels", "compute us", "DRAM us", "network us", "SRAM MB");
+  const bool setup = std::any_of(e.partitions.begin(), e.partitions.end(),
+                                 [](const partition::PartitionCost& p) { return p.setup_s > 0; });
+  fmt::print("  {:<36} {:>11} {:>11} {:>11} {:>9}{}\n", "kernels", "compute us", "DRAM us", "network us", "SRAM MB",
+             setup ? "    setup us" : "");
   for (const partition::PartitionCost& p : e.partitions) {
     std::string names;
     for (std::size_t k = p.first; k <= p.last; ++k) names += (names.empty() ? "" : " ") + layer[k].name;
-    fmt::print("  {:<36} {:>11.1f} {:>11.1f} {:>11.1f} {:>9.1f}\n", names, p.compute_s * 1e6, p.memory_s * 1e6,
-               p.network_s * 1e6, p.sram_bytes / 1e6);
+    fmt::print("  {:<36} {:>11.1f} {:>11.1f} {:>11.1f} {:>9.1f}{}\n", names, p.compute_s * 1e6, p.memory_s * 1e6,
+               p.network_s * 1e6, p.sram_bytes / 1e6, setup ? fmt::format(" {:>11.1f}", p.setup_s * 1e6) : "");
   }
 }
 
@@ -128,6 +140,35 @@ void write_trace(const partition::Evaluation& e, const std::string& path) {
   rec.write(path, 1.0);
   fmt::print("timeline of {}: {:.3f} ms end to end (the closed form: {:.3f} ms); trace in {}\n", describe(e), end * 1e3,
              e.interval_s * 1e3, path);
+}
+
+// --compute, --array and --weight-load into the model's spec.
+void set_compute_model(ParallelArgs& a) {
+  if (a.compute != "peak" && a.compute != "systolic")
+    throw Error(fmt::format("--compute: '{}' (expected peak or systolic)", a.compute));
+  if (a.weight_load != "stream" && a.weight_load != "setup")
+    throw Error(fmt::format("--weight-load: '{}' (expected stream or setup)", a.weight_load));
+  a.llm.systolic = a.compute == "systolic";
+  a.llm.weight_setup = a.weight_load == "setup";
+  const std::size_t x = a.array.find('x');
+  unsigned long rows = 0, cols = 0;
+  try {
+    std::size_t used_r = 0, used_c = 0;
+    if (x != std::string::npos) {
+      rows = std::stoul(a.array.substr(0, x), &used_r);
+      cols = std::stoul(a.array.substr(x + 1), &used_c);
+    }
+    if (x == std::string::npos || used_r != x || used_c != a.array.size() - x - 1) rows = cols = 0;
+  } catch (const std::exception&) {
+    rows = cols = 0;
+  }
+  if (rows == 0 || cols == 0 || rows > 65536 || cols > 65536)
+    throw Error(fmt::format("--array: '{}' (expected rows x columns of MACs, e.g. 16x16)", a.array));
+  a.llm.array_rows = static_cast<std::uint32_t>(rows);
+  a.llm.array_cols = static_cast<std::uint32_t>(cols);
+  if (a.simulate && (a.llm.systolic || a.llm.weight_setup))
+    throw Error("--simulate runs each chip as a roofline at its peak, the model of --compute peak --weight-load stream; "
+                "it does not go with --compute systolic or --weight-load setup");
 }
 
 }  // namespace
@@ -150,6 +191,13 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--global-batch", a.llm.global_batch, "training: sequences per iteration (default: a micro-batch per DP replica)");
   cmd->add_option("--mapping", a.mapping, "fix the strategy per dimension, e.g. TP,PP (default: search them all)");
   cmd->add_option("--fusion", a.fusion, "search (both), fused or kernel-by-kernel")->capture_default_str();
+  cmd->add_option("--compute", a.compute, "peak (FLOPs at the chip's peak) or systolic (the DFModel code's model: the "
+                                          "peak as --array arrays, each kernel on whole arrays, quantised per --seq-tile)")
+      ->capture_default_str();
+  cmd->add_option("--array", a.array, "with --compute systolic: MAC array rows x columns, e.g. 16x16")->capture_default_str();
+  cmd->add_option("--weight-load", a.weight_load, "stream (weights load beside the compute) or setup (loaded before "
+                                                  "each partition, their time added, as the DFModel code does)")
+      ->capture_default_str();
   cmd->add_option("--partitions", a.partitions, "fix the partitions: kernels per partition in order, e.g. 3,4,2,2 (fused)");
   cmd->add_option("--top", a.top, "mappings to print")->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON: every mapping with its partitions");
@@ -206,6 +254,7 @@ int parallel_cmd(ParallelArgs a) {
   if (llm.global_batch && !llm.training) throw Error("--global-batch is the sequences of a training iteration: add --training");
   if (a.fusion != "search" && a.fusion != "fused" && a.fusion != "kernel-by-kernel")
     throw Error(fmt::format("--fusion: '{}' (expected search, fused or kernel-by-kernel)", a.fusion));
+  set_compute_model(a);
   const sim::Config cfg = sim::load_config(a.config);
   const partition::SystemSpec sys = partition::system_spec(cfg);
 

@@ -8,6 +8,7 @@ namespace tessera::cli {
 
 struct ParallelArgs {
   std::string config, model = "gpt3-175b", mapping, partitions, fusion = "search", out, trace;
+  std::string compute = "peak", array = "16x16", weight_load = "stream";
   partition::LlmSpec llm;
   std::uint32_t top = 10;
   bool simulate = false;               // run the best mapping on the simulator

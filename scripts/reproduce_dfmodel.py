@@ -15,15 +15,16 @@ Writes results.json, tables.md and (with python3-matplotlib) heatmap.png under -
   kernels     the model's compute term against the simulator: GPT-3 175B's kernels as one chip of
               the SN10 ring holds them with TP8, compiled by the T10 compiler for that chip alone
               and simulated (`tessera run`), against FLOPs / peak
-  training    issue 17's two published-value cases on A100-like systems: GPT-3 XL (1.3B) on 4
-              GPUs with TP4, and a 60-layer, hidden-10240 model on 1024 GPUs kernel by kernel
-              (which mapping the search chooses; with the DRAM capacity check and without it)
+  training    issue 17's two A100 cases against the DFModel authors' stored runs of them: GPT-3
+              XL's shape on 4 GPUs with TP4 fused, and a 60-layer, hidden-10240 model on 1024
+              GPUs kernel by kernel (the mapping the search chooses), each with compute at peak
+              and with the systolic compute model (--training-only: just this part)
   simulated   whole mappings on the simulator (`plan-parallel --simulate`, inference): GPT-3 XL
               TP4 on the A100 switch, GPT-3 175B on the SN10 ring and torus (their best
               mappings), against the model's (micro-batches + PP - 1) intervals
               (--simulated-only: just this part)
 
-  scripts/reproduce_dfmodel.py [--tessera build/cli/tessera] [--out results/dfmodel]
+  scripts/reproduce_dfmodel.py [--tessera build/cli/tessera] [--out results/dfmodel] [--simulated-only | --training-only]
 """
 import argparse
 import json
@@ -182,33 +183,77 @@ def kernels(args):
     return rows
 
 
+# The DFModel authors' stored runs (github.com/kosho2013/DFModel, LLM/Compare_w_existing/GPU/):
+# GPT3_1.5B_seq2048_A100_4x1_FC_fwdbwd/log.txt (forward Compute_Latency 278,876.6 ns a layer,
+# util 0.741; its backward graph has no weight-gradient kernels) and Megatron_LM/10240/log.txt
+# (TP8 PP4 DP32, micro-batch 1, 56 micro-batches, util 0.595). Both: 432 arrays of 16 x 16 at
+# 1.41 GHz, sequence tiles of 32 tokens.
+AUTHORS_XL = {"forward_us": 278.8766, "utilisation": 0.741}
+AUTHORS_BIG = {"mapping": "TP8 PP4 DP32", "utilisation": 0.595}
+# Compute models per case: at peak, and the systolic model with the weights' load as the authors'
+# run has it: streamed for GPT-3 XL (their micro-batch of 538 sequences leaves 30 ns of setup a
+# layer), before each kernel for the 1024-GPU case (micro-batch 1: 51 us for an FFN kernel).
+XL_MODELS = [("peak", ["--compute", "peak"]), ("systolic", ["--compute", "systolic"])]
+BIG_MODELS = [("peak", ["--compute", "peak"]),
+              ("systolic, weights as setup", ["--compute", "systolic", "--weight-load", "setup"])]
+
+
+def authors_system(tmp):
+    """The authors' 1024-GPU system of that run: A100s with 2039 GB/s of 80 GB HBM, rings of 8,
+    4 and 32 at 600, 25 and 25 GB/s per link."""
+    c = json.load(open(os.path.join(ROOT, "configs", "a100-1024.json")))
+    hz = c["clock_ghz"] * 1e9
+    c["name"] = "a100-1024-dfmodel-authors"
+    c["chip"]["offchip"]["channel_bytes_per_cycle"] = 2039e9 / hz
+    c["chip"]["offchip"]["capacity_bytes"] = 85899345920
+    c["system"]["dimensions"] = [
+        {"kind": "ring", "size": n, "link_bytes_per_cycle": gbps * 1e9 / hz, "link_latency_cycles": 500}
+        for n, gbps in ((8, 600), (4, 25), (32, 25))]
+    path = os.path.join(tmp, "a100-1024-dfmodel-authors.json")
+    json.dump(c, open(path, "w"))
+    return path
+
+
 def training(args):
+    """The two A100 cases of issue 17 against the DFModel authors' stored runs of them, with our
+    model's compute at peak and with the systolic compute model and weights loaded as setup."""
     a4 = os.path.join(ROOT, "configs", "a100-switch-4.json")
     rows = []
-    for fusion in ("kernel-by-kernel", "fused"):
-        r = plan(args.tessera, a4, "--training", "--global-batch", "512", "--mapping", "TP", "--fusion", fusion,
-                 model="gpt3-1.3b")
-        m = best(r, fusion)
-        rows.append({"case": f"GPT-3 XL (1.3B), 4 GPUs, TP4, {fusion}", "mapping": short(m) if m else "does not fit",
-                     "utilisation": m["utilisation"] if m else None, "published": 0.90})
-    big = os.path.join(ROOT, "configs", "a100-1024.json")
-    shape = ["--layers", "60", "--hidden", "10240", "--heads", "80", "--training", "--global-batch", "2048",
-             "--fusion", "kernel-by-kernel"]
+    for label, flags in XL_MODELS:
+        common = ["--mapping", "TP", "--fusion", "fused", "--seq-tile", "32", *flags]
+        fwd = plan(args.tessera, a4, *common, model="gpt3-1.3b")["mappings"][0]
+        train = plan(args.tessera, a4, *common, "--training", model="gpt3-1.3b")["mappings"][0]
+        rows.append({"case": "GPT-3 XL shape (hidden 2048, 16 heads, 24 layers), 4 GPUs, TP4, fused, tiles of 32",
+                     "compute": label, "mapping": short(train),
+                     "forward_compute_us": sum(p["compute_s"] for p in fwd["partitions"]) * 1e6,
+                     "authors_forward_us": AUTHORS_XL["forward_us"], "utilisation": train["utilisation"],
+                     "authors_utilisation": AUTHORS_XL["utilisation"]})
+    shape = ["--layers", "60", "--hidden", "10240", "--heads", "80", "--training", "--global-batch", "1792",
+             "--fusion", "kernel-by-kernel", "--seq-tile", "32"]
     with tempfile.TemporaryDirectory() as tmp:
-        c = json.load(open(big))
-        c["chip"]["offchip"]["capacity_bytes"] = 0  # 0: plan-parallel does not check DRAM capacity
-        nocap = os.path.join(tmp, "a100-1024-no-capacity.json")
-        json.dump(c, open(nocap, "w"))
-        for label, cfg in (("with the DRAM capacity check", big), ("without it", nocap)):
-            for mb in ("1", "2"):
-                r = plan(args.tessera, cfg, *shape, "--micro-batch", mb)
-                m = best(r, "kernel-by-kernel")
-                fixed = plan(args.tessera, cfg, *shape, "--micro-batch", mb, "--mapping", "TP,PP,DP")["mappings"][0]
-                rows.append({"case": f"60 layers, hidden 10240, 1024 GPUs, kernel by kernel, micro-batch {mb}, {label}",
-                             "mapping": short(m) if m else "does not fit",
-                             "utilisation": m["utilisation"] if m else None, "published": 0.65,
-                             "tp8_pp4_dp32": fixed.get("utilisation"), "tp8_pp4_dp32_why": fixed.get("why", "")})
+        cfg = authors_system(tmp)
+        for label, flags in BIG_MODELS:
+            m = best(plan(args.tessera, cfg, *shape, *flags), "kernel-by-kernel")
+            fixed = plan(args.tessera, cfg, *shape, *flags, "--mapping", "TP,PP,DP")["mappings"][0]
+            rows.append({"case": "60 layers, hidden 10240, 1024 GPUs (the authors' system), global batch 1792, "
+                                 "kernel by kernel, tiles of 32", "compute": label,
+                         "mapping": short(m) if m else "does not fit",
+                         "utilisation": m["utilisation"] if m else None, "tp8_pp4_dp32": fixed.get("utilisation"),
+                         "authors_mapping": AUTHORS_BIG["mapping"], "authors_utilisation": AUTHORS_BIG["utilisation"]})
     return rows
+
+
+def training_table(train):
+    fmt = lambda x: f"{x:.3f}" if x is not None else "-"
+    lines = ["| case | compute model | chosen mapping | forward compute per layer (authors) | utilisation | "
+             "TP8 PP4 DP32 | the authors' run |", "|---|---|---|---|---|---|---|"]
+    for r in train:
+        fwd = (f"{r['forward_compute_us']:.1f} us ({r['authors_forward_us']:.1f})" if "forward_compute_us" in r else "")
+        fixed = fmt(r.get("tp8_pp4_dp32")) if "tp8_pp4_dp32" in r else ""
+        authors = f"{r.get('authors_mapping', 'TP4')}, {r['authors_utilisation']:.3f}"
+        lines.append(f"| {r['case']} | {r['compute']} | {r['mapping']} | {fwd} | {fmt(r['utilisation'])} | {fixed} | "
+                     f"{authors} |")
+    return "\n".join(lines) + "\n"
 
 
 def tables(case, sweep, train, net, kern):
@@ -241,11 +286,7 @@ def tables(case, sweep, train, net, kern):
             continue
         lines.append(f"| {r['kernel']} | {r['model_s'] * 1e3:.3f} ms | {r['simulated_s'] * 1e3:.3f} ms | "
                      f"{r['compute_s'] * 1e3:.3f} ms | {r['exchange_s'] * 1e3:.3f} ms | {r['simulated_s'] / r['model_s']:.2f}x |")
-    lines += ["", "| training case | chosen mapping | utilisation | TP8 PP4 DP32 | published |", "|---|---|---|---|---|"]
-    for r in train:
-        fixed = (f"{r['tp8_pp4_dp32']:.3f}" if r.get("tp8_pp4_dp32") is not None
-                 else (r.get("tp8_pp4_dp32_why") or "–"))
-        lines.append(f"| {r['case']} | {r['mapping']} | {fmt(r['utilisation'])} | {fixed} | {r['published']:.2f} |")
+    lines += ["", training_table(train)]
     return "\n".join(lines) + "\n"
 
 
@@ -365,10 +406,16 @@ def main():
     ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "cli", "tessera"))
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "dfmodel"))
     ap.add_argument("--simulated-only", action="store_true", help="only the mappings on the simulator")
+    ap.add_argument("--training-only", action="store_true", help="only the two A100 cases against the authors' runs")
     args = ap.parse_args()
     if not os.access(args.tessera, os.X_OK):
         sys.exit(f"reproduce_dfmodel: {args.tessera} is not an executable; build first (scripts/build.sh)")
     os.makedirs(args.out, exist_ok=True)
+    if args.training_only:
+        train = training(args)
+        json.dump({"training": train}, open(os.path.join(args.out, "training.json"), "w"), indent=1)
+        print(training_table(train))
+        return
     sim = simulated(args)
     if args.simulated_only:
         json.dump({"simulated": sim}, open(os.path.join(args.out, "simulated.json"), "w"), indent=1)

@@ -294,6 +294,14 @@ check "plan-parallel: unknown model" "[ $? -eq 1 ] && grep -q \"unknown model 'g
 check "plan-parallel: hidden not a multiple of heads" "[ $? -eq 1 ] && grep -q 'hidden must be a multiple of heads' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/ipu-mk2.json" --model gpt3-1t >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: a model that fits nowhere says why" "[ $? -eq 1 ] && grep -q 'no mapping of gpt3-1t fits ipu-mk2' $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --model gpt3-1.3b --mapping TP --fusion fused --seq-tile 32 --compute systolic --out "$tmp/sys.json" >"$tmp/out" 2>&1
+check "plan-parallel --compute systolic: a tile's cycles in the results" "[ $? -eq 0 ] && grep -q '\"tile_cycles\": 6144' $tmp/sys.json"
+"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --compute systolic --array 16y16 >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: a malformed --array is named" "[ $? -eq 1 ] && grep -q \"'16y16' (expected rows x columns\" $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --compute systolic --array 1024x1024 >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: a peak that is not whole arrays is named" "[ $? -eq 1 ] && grep -q 'not a whole number of 1024x1024 arrays' $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --compute systolic --simulate >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: --simulate runs the peak model only" "[ $? -eq 1 ] && grep -q 'does not go with --compute systolic' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --model gpt3-1.3b --layers 2 --mapping TP --fusion fused --simulate --sim-micro-batches 1 --out "$tmp/pps.json" >"$tmp/out" 2>&1
 check "plan-parallel --simulate: a TP4 mapping on the simulator" "[ $? -eq 0 ] && grep -q 'simulated TP TP4 PP1 DP1 fused: 1 micro-batches' $tmp/out && grep -q '\"simulated_over_model\"' $tmp/pps.json"
 "$tessera" plan-parallel --config "$src/configs/sn10-torus-4x2.json" --model gpt3-1.3b --layers 4 --training --global-batch 4 --mapping DP,PP --simulate >"$tmp/out" 2>&1

@@ -17,17 +17,59 @@ namespace {
 struct Sharded {
   double flops, weight_bytes, out_bytes;
   bool allreduce;  // its output is a partial sum
+  KernelShape shape;
 };
 
+// Column and head shards split a kernel's outputs (rows), row shards its dot products (depth).
 Sharded shard(const Kernel& k, std::uint32_t tp) {
   const double t = tp;
+  const bool vector = k.kind == Kernel::Kind::Elementwise;
   switch (k.shard) {
     case Shard::Column:
-    case Shard::Heads: return {k.flops / t, k.weight_bytes / t, k.out_bytes / t, false};
-    case Shard::Row: return {k.flops / t, k.weight_bytes / t, k.out_bytes, tp > 1};
+    case Shard::Heads:
+      return {k.flops / t, k.weight_bytes / t, k.out_bytes / t, false, {k.rows / t, k.depth, 0, vector}};
+    case Shard::Row: return {k.flops / t, k.weight_bytes / t, k.out_bytes, tp > 1, {k.rows, k.depth / t, 0, vector}};
     case Shard::Replicated: break;
   }
-  return {k.flops, k.weight_bytes, k.out_bytes, false};
+  return {k.flops, k.weight_bytes, k.out_bytes, false, {k.rows, k.depth, 0, vector}};
+}
+
+// The GEMMs of a kernel's backward pass, from its forward shape (after sharding). A weighted
+// kernel of R outputs over D inputs: the input gradient (D outputs, dot products over R) and
+// the weight gradient (R x D outputs, dot products over the tile's tokens). Attention, per
+// head of width d over L keys: the scores' backward (dQ and dK, each like the context GEMM) and
+// the context's (dP, like the scores; dV, like itself). Element-wise: one pass of the same.
+std::vector<KernelShape> backward_shapes(Kernel::Kind kind, const KernelShape& f, double keys, double head_width,
+                                         double tile_tokens) {
+  switch (kind) {
+    case Kernel::Kind::Weighted: return {{f.depth, f.rows, 0, false}, {f.rows, tile_tokens, f.depth, false}};
+    case Kernel::Kind::Scores: {
+      const KernelShape context{f.rows / keys * head_width, keys, 0, false};
+      return {context, context};
+    }
+    case Kernel::Kind::Context: return {{f.rows / head_width * keys, head_width, 0, false}, f};
+    case Kernel::Kind::Elementwise: break;
+  }
+  return {f};
+}
+
+// The fewest arrays on which kernel `k` takes at most `cycles` per tile of `tokens` (infinity if
+// none does): lanes x stages arrays, stages tried one by one (a tile spans a few array heights).
+double min_arrays(const KernelShape& k, double cycles, double tile_tokens, double array_rows, double array_cols) {
+  const double row_blocks = std::ceil(k.rows / array_cols);
+  const double tokens = k.streamed > 0 ? k.streamed : tile_tokens;
+  if (k.vector) {
+    const double per_lane = std::floor(cycles / tokens);  // row blocks one lane can take
+    return per_lane < 1 ? std::numeric_limits<double>::infinity() : std::ceil(row_blocks / per_lane);
+  }
+  const double token_blocks = std::ceil(tokens / array_rows), depth = std::ceil(k.depth);
+  double best = std::numeric_limits<double>::infinity();
+  for (double stages = 1; stages <= token_blocks; ++stages) {
+    const double passes = std::ceil(token_blocks / stages);  // token blocks per stage, one after another
+    const double per_lane = std::floor(cycles / (passes * depth));
+    if (per_lane >= 1) best = std::min(best, std::ceil(row_blocks / per_lane) * stages);
+  }
+  return best;
 }
 
 // The layer's input is the previous layer's output, whole on every chip of the group.
@@ -42,7 +84,46 @@ struct Context {
   double weight_tiles = 1;
   bool training = false;  // partitions are chosen for forward and backward together
   double tile = 1;        // a sequence tile's share of every tensor
+  // the systolic compute model (LlmSpec::systolic; arrays 0: compute at peak)
+  std::uint32_t arrays = 0, array_rows = 16, array_cols = 16;
+  double tile_tokens = 0, tiles = 0, keys = 0, head_width = 0;
+  bool weight_setup = false;
 };
+
+// At peak, kernels share the arrays in proportion to their FLOPs and all finish together, and
+// backward (input and weight gradients) is twice the forward. On systolic arrays a partition
+// runs at its slowest kernel's quantised rate, tile after tile, and its backward GEMMs share
+// the arrays as the forward's do, or, for a partition of one kernel (kernel by kernel), run one
+// after another with all of them.
+void price_compute(const Context& c, PartitionCost& p) {
+  if (c.arrays == 0) {
+    p.compute_s = p.flops / c.sys.peak_flops;
+    p.backward_compute_s = 2 * p.compute_s;
+    return;
+  }
+  std::vector<KernelShape> forward, backward;
+  for (std::size_t k = p.first; k <= p.last; ++k) {
+    forward.push_back(c.sharded[k].shape);
+    for (const KernelShape& b : backward_shapes(c.layer[k].kind, c.sharded[k].shape, c.keys, c.head_width, c.tile_tokens))
+      backward.push_back(b);
+  }
+  if (forward.size() > c.arrays) {  // not a partition this chip can run: one array per kernel at least
+    p.compute_s = p.backward_compute_s = std::numeric_limits<double>::infinity();
+    return;
+  }
+  auto cycles = [&](const std::vector<KernelShape>& shapes) {
+    return tile_cycles(shapes, c.tile_tokens, c.arrays, c.array_rows, c.array_cols);
+  };
+  p.tile_cycles = cycles(forward);
+  p.tiles = c.tiles;
+  p.compute_s = p.tile_cycles * c.tiles / c.sys.clock_hz;
+  double backward_cycles = 0;
+  if (p.first == p.last)
+    for (const KernelShape& b : backward) backward_cycles += cycles({b});
+  else
+    backward_cycles = cycles(backward);
+  p.backward_compute_s = backward_cycles * c.tiles / c.sys.clock_hz;
+}
 
 // Kernels [first, last] as one partition on one chip.
 PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t last) {
@@ -91,10 +172,17 @@ PartitionCost partition_cost(const Context& c, std::size_t first, std::size_t la
   p.flops = flops;
   p.dram_bytes = dram + weights;
   p.weight_bytes = weights;
-  p.compute_s = flops / c.sys.peak_flops;  // tiles shared in proportion to FLOPs: all finish together
-  p.memory_s = (dram + weights) / c.sys.dram_bytes_per_s;
-  p.backward_compute_s = 2 * p.compute_s;
-  p.backward_memory_s = 2 * p.memory_s + weights / c.sys.dram_bytes_per_s;
+  price_compute(c, p);
+  const double bw = c.sys.dram_bytes_per_s;
+  if (c.weight_setup) {  // loaded before the partition starts; backward reads them and writes gradients
+    p.memory_s = dram / bw;
+    p.setup_s = weights / bw;
+    p.backward_memory_s = 2 * p.memory_s;
+    p.backward_setup_s = 2 * weights / bw;
+  } else {  // streamed beside the compute
+    p.memory_s = (dram + weights) / bw;
+    p.backward_memory_s = 2 * p.memory_s + weights / bw;
+  }
   return p;
 }
 
@@ -135,6 +223,11 @@ bool fixed_partitions(const Context& c, const std::vector<std::size_t>& sizes, s
     if (s == 0 || at + s > c.layer.size())
       throw Error(fmt::format("partition sizes: {} kernels in all, the layer has {}", at + s, c.layer.size()));
     out.push_back(partition_cost(c, at, at + s - 1));
+    if (!std::isfinite(out.back().compute_s)) {
+      why = fmt::format("partition of kernels '{}'..'{}' has {} kernels; the chip has {} arrays", c.layer[at].name,
+                        c.layer[at + s - 1].name, s, c.arrays);
+      return false;
+    }
     if (out.back().sram_bytes > c.sys.sram_bytes) {
       why = fmt::format("partition of kernels '{}'..'{}' needs {:.1f} MB of SRAM per chip; the chip has {:.1f} MB",
                         c.layer[at].name, c.layer[at + s - 1].name, out.back().sram_bytes / 1e6, c.sys.sram_bytes / 1e6);
@@ -168,6 +261,24 @@ void check(const LlmSpec& s) {
   need(s.weight_tiles > 0, "weight_tiles must be positive");
 }
 
+// The chip's peak as whole arrays of rows x cols MACs a cycle (the DFModel code's A100: 432 of
+// 16 x 16 at 1.41 GHz); sequence tiles of the micro-batch.
+void set_arrays(const LlmSpec& llm, const SystemSpec& sys, Context& c) {
+  if (llm.array_rows == 0 || llm.array_cols == 0) throw Error("systolic compute: the array needs rows and columns");
+  if (!(sys.clock_hz > 0)) throw Error(fmt::format("system '{}': the systolic compute model needs the clock", sys.name));
+  const double arrays = sys.peak_flops / (2.0 * llm.array_rows * llm.array_cols * sys.clock_hz);
+  if (arrays < 1 || std::abs(arrays - std::round(arrays)) > 1e-6 * arrays)
+    throw Error(fmt::format("system '{}': its peak ({:.4g} MACs a cycle) is not a whole number of {}x{} arrays",
+                            sys.name, sys.peak_flops / (2 * sys.clock_hz), llm.array_rows, llm.array_cols));
+  c.arrays = static_cast<std::uint32_t>(std::llround(arrays));
+  c.array_rows = llm.array_rows;
+  c.array_cols = llm.array_cols;
+  c.tile_tokens = static_cast<double>(std::min(llm.seq_tile, llm.seq));
+  c.tiles = std::ceil(static_cast<double>(llm.seq) / c.tile_tokens) * static_cast<double>(llm.micro_batch);
+  c.keys = static_cast<double>(llm.seq);
+  c.head_width = static_cast<double>(llm.hidden / llm.heads);
+}
+
 }  // namespace
 
 std::vector<Kernel> gpt_layer(const LlmSpec& s) {
@@ -179,7 +290,7 @@ std::vector<Kernel> gpt_layer(const LlmSpec& s) {
     return Kernel{std::move(name), flops, weights, out, std::move(in), sh};
   };
   const double scores = mb * a * L * L * w;
-  return {k("Q", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
+  std::vector<Kernel> layer = {k("Q", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
           k("K", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
           k("V", 2 * T * h * h, h * h * w, T * h * w, {-1}, Shard::Column),
           k("MHA1", 2 * T * L * h, 0, scores, {0, 1}, Shard::Heads),
@@ -190,6 +301,21 @@ std::vector<Kernel> gpt_layer(const LlmSpec& s) {
           k("FFN0", 2 * T * h * f, h * f * w, T * f * w, {7}, Shard::Column),
           k("FFN1", 2 * T * f * h, f * h * w, T * h * w, {8}, Shard::Row),
           k("Add2", T * h, 0, T * h * w, {9, 7}, Shard::Replicated)};
+  // Shapes per token (rows, depth): the scores have a row per head and key and dot products of
+  // a head's width; the context (MHA2) sums over the keys.
+  using K = Kernel::Kind;
+  const struct {
+    K kind;
+    double rows, depth;
+  } shapes[] = {{K::Weighted, h, h},    {K::Weighted, h, h},    {K::Weighted, h, h},    {K::Scores, a * L, h / a},
+                {K::Elementwise, a * L, 0}, {K::Context, h, L},  {K::Weighted, h, h},    {K::Elementwise, h, 0},
+                {K::Weighted, f, h},    {K::Weighted, h, f},    {K::Elementwise, h, 0}};
+  for (std::size_t i = 0; i < layer.size(); ++i) {
+    layer[i].kind = shapes[i].kind;
+    layer[i].rows = shapes[i].rows;
+    layer[i].depth = shapes[i].depth;
+  }
+  return layer;
 }
 
 double tile_share(const LlmSpec& s) {
@@ -219,6 +345,7 @@ SystemSpec system_spec(const sim::Config& cfg) {
   if (it == mu.macs_per_cycle.end())
     throw Error(fmt::format("config '{}': the matrix unit has no fp16 rate (chip.core.matrix.macs_per_cycle.fp16)", cfg.name));
   const double hz = cfg.clock_ghz * 1e9;
+  s.clock_hz = hz;
   s.peak_flops = static_cast<double>(cfg.chip.cores) * it->second * 2 * hz;
   s.sram_bytes = static_cast<double>(cfg.chip.cores) * static_cast<double>(cfg.chip.core.sram_bytes);
   s.dram_bytes_per_s = cfg.chip.offchip.channels * cfg.chip.offchip.channel_bytes_per_cycle * hz;
@@ -246,9 +373,33 @@ double allreduce_seconds(const SystemSpec& s, const std::vector<std::size_t>& di
   return t;
 }
 
-double PartitionCost::seconds() const { return std::max({compute_s, memory_s, network_s}); }
+double PartitionCost::seconds() const { return std::max({compute_s, memory_s, network_s}) + setup_s; }
 double PartitionCost::backward_seconds() const {
-  return std::max({backward_compute_s, backward_memory_s, backward_network_s});
+  return std::max({backward_compute_s, backward_memory_s, backward_network_s}) + backward_setup_s;
+}
+
+double tile_cycles(const std::vector<KernelShape>& kernels, double tile_tokens, std::uint32_t arrays,
+                   std::uint32_t array_rows, std::uint32_t array_cols) {
+  if (kernels.size() > arrays)
+    throw Error(fmt::format("systolic compute: {} kernels in one partition, {} arrays on the chip (one each at least)",
+                            kernels.size(), arrays));
+  // On one array each kernel takes its longest; bisect down to the least feasible cycle count.
+  auto arrays_for = [&](double cycles) {
+    double sum = 0;
+    for (const KernelShape& k : kernels) sum += min_arrays(k, cycles, tile_tokens, array_rows, array_cols);
+    return sum;
+  };
+  double hi = 0;
+  for (const KernelShape& k : kernels) {
+    const double blocks = std::ceil(k.rows / array_cols), tokens = k.streamed > 0 ? k.streamed : tile_tokens;
+    hi = std::max(hi, k.vector ? blocks * tokens : blocks * std::ceil(tokens / array_rows) * std::ceil(k.depth));
+  }
+  double lo = 0;  // infeasible (no kernel runs in 0 cycles)
+  while (hi - lo > 1) {
+    const double mid = std::floor((lo + hi) / 2);
+    (arrays_for(mid) <= arrays ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m) {
@@ -273,6 +424,8 @@ Evaluation evaluate(const LlmSpec& llm, const SystemSpec& sys, const Mapping& m)
     }
   }
   for (const Kernel& k : layer) c.sharded.push_back(shard(k, e.tp));
+  if (llm.systolic) set_arrays(llm, sys, c);
+  c.weight_setup = llm.weight_setup;
   for (std::size_t k = 0; k < layer.size(); ++k)
     for (int i : layer[k].inputs)
       if (i >= 0) c.consumers[static_cast<std::size_t>(i)].push_back(k);

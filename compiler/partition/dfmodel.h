@@ -30,6 +30,15 @@ struct LlmSpec {
   // (0: one micro-batch per DP replica) ends with the DP gradient all-reduce (docs/parallel.md).
   bool training = false;
   std::uint64_t global_batch = 0;
+  // How a partition's compute is priced (docs/parallel.md, "Compute"): at the chip's peak, or
+  // as the DFModel code does, on the chip's peak cut into arrays of array_rows x array_cols MACs
+  // (`systolic`), each kernel of a partition given whole arrays and its work quantised onto them
+  // per sequence tile. `weight_setup`: a partition's weights are loaded before it starts (their
+  // DRAM time added to the partition's, as the DFModel code's setup latency) instead of
+  // streaming beside its compute.
+  bool systolic = false;
+  std::uint32_t array_rows = 16, array_cols = 16;
+  bool weight_setup = false;
 };
 
 // How a kernel's work divides over a tensor-parallel group (Megatron-LM's scheme): its output
@@ -45,6 +54,13 @@ struct Kernel {
   double out_bytes = 0;       // its output tensor, whole (a sequence tile holds tile_share() of it)
   std::vector<int> inputs;    // producing kernels (indices into the layer); -1: the layer's input
   Shard shard = Shard::Replicated;
+  // Its shape per token, whole layer, for the systolic compute model: the outputs a token has
+  // (rows; heads x keys for the scores), the length of each output's dot product (depth); an
+  // element-wise kernel takes one element of `rows` per lane per cycle. The kind says which
+  // GEMMs its backward pass runs (docs/parallel.md, "Compute").
+  enum class Kind : std::uint8_t { Weighted, Scores, Context, Elementwise };
+  Kind kind = Kind::Elementwise;
+  double rows = 0, depth = 0;
 };
 
 // Kernels in a topological (execution) order: Q, K, V, MHA1 (scores), softmax, MHA2, proj,
@@ -66,6 +82,7 @@ struct DimSpec {
 struct SystemSpec {
   std::string name;
   double peak_flops = 0;     // cores x fp16 MACs per cycle x 2 x clock
+  double clock_hz = 0;       // for the systolic compute model's cycles
   double sram_bytes = 0;     // all cores' scratchpads
   double dram_bytes_per_s = 0;
   double dram_capacity = 0;  // 0: not checked
@@ -85,6 +102,11 @@ struct PartitionCost {
   std::size_t first = 0, last = 0;  // kernels [first, last] of the layer
   double compute_s = 0, memory_s = 0, network_s = 0;
   double sram_bytes = 0;  // what it needs on the chip
+  // Weight loads before the partition starts (LlmSpec::weight_setup; 0 otherwise), added to its
+  // time; backward: the weights read and their gradients written.
+  double setup_s = 0, backward_setup_s = 0;
+  // The systolic compute model: cycles of one sequence tile (the slowest kernel's) and tiles.
+  double tile_cycles = 0, tiles = 0;
   // per chip: FLOPs, DRAM bytes (reads, writes, weights), and the output of each row-sharded
   // kernel, all-reduced over the TP group (what compute_s, memory_s and network_s price)
   double flops = 0, dram_bytes = 0, weight_bytes = 0;
@@ -120,6 +142,23 @@ struct Evaluation {
   double tokens_per_s = 0;         // the whole system
   double compute_s = 0, memory_s = 0, network_s = 0;  // sums over the layer's partitions
 };
+
+// The systolic compute model for one partition: the fewest cycles per sequence tile of
+// `tile_tokens` tokens such that its kernels (shapes after sharding) fit on `arrays` arrays of
+// array_rows x array_cols MACs, each kernel on whole arrays (lanes x stages of them: lanes cover
+// its rows array_cols at a time, stages its tokens array_rows at a time), a kernel taking
+// ceil(rows / (array_cols lanes)) x ceil(tokens / (array_rows stages)) x depth cycles, or for
+// an element-wise one ceil(rows / (array_cols lanes)) x tokens on lanes alone. The partition
+// runs at its slowest kernel's rate. Exact: the least cycle count whose per-kernel minimal
+// arrays sum within `arrays`, found by bisection. Throws if the kernels outnumber the arrays.
+// `streamed`: what the arrays' other side runs over, the tile's tokens unless given (a weight
+// gradient's outputs run over the input features, its dot products over the tile's tokens).
+struct KernelShape {
+  double rows = 0, depth = 0, streamed = 0;
+  bool vector = false;
+};
+double tile_cycles(const std::vector<KernelShape>& kernels, double tile_tokens, std::uint32_t arrays,
+                   std::uint32_t array_rows, std::uint32_t array_cols);
 
 // One mapping, evaluated. Partitions are chosen by dynamic programming over the kernel order
 // (contiguous runs, the least sum of partition times whose SRAM fits) unless fixed.
