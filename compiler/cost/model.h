@@ -120,7 +120,10 @@ void save_calibration(const std::string& path, const Model& m);
 // column has norm 1): MAC, fetch and write-back cycles, which move together, then keep the
 // analytical split instead of trading weight for a better fit on the samples and a worse one on
 // other shapes.
+// A feature non-zero in fewer than 3 samples, or in under an eighth of them, is not fitted: it
+// keeps its analytical weight (too few samples to tell its weight from their residuals).
 ClassModel fit(const std::vector<Terms>& x, const std::vector<double>& simulated, double prior_strength = 0);
+bool thin_support(std::size_t nonzero_samples, std::size_t samples);
 FitStats stats(const ClassModel& m, const std::vector<Terms>& x, const std::vector<double>& simulated);
 // Mean |predicted - simulated| / simulated, and 1 - SS_res / SS_tot (0 for empty series).
 double mape(const std::vector<double>& predicted, const std::vector<double>& simulated);
