@@ -53,11 +53,14 @@ std::vector<KernelShape> backward_shapes(Kernel::Kind kind, const KernelShape& f
   return {f};
 }
 
+// What the arrays' other side runs over: the tile's tokens unless the shape says otherwise.
+double streamed(const KernelShape& k, double tile_tokens) { return k.streamed > 0 ? k.streamed : tile_tokens; }
+
 // The fewest arrays on which kernel `k` takes at most `cycles` per tile of `tokens` (infinity if
 // none does): lanes x stages arrays, stages tried one by one (a tile spans a few array heights).
 double min_arrays(const KernelShape& k, double cycles, double tile_tokens, double array_rows, double array_cols) {
   const double row_blocks = std::ceil(k.rows / array_cols);
-  const double tokens = k.streamed > 0 ? k.streamed : tile_tokens;
+  const double tokens = streamed(k, tile_tokens);
   if (k.vector) {
     const double per_lane = std::floor(cycles / tokens);  // row blocks one lane can take
     return per_lane < 1 ? std::numeric_limits<double>::infinity() : std::ceil(row_blocks / per_lane);
@@ -391,7 +394,7 @@ double tile_cycles(const std::vector<KernelShape>& kernels, double tile_tokens, 
   };
   double hi = 0;
   for (const KernelShape& k : kernels) {
-    const double blocks = std::ceil(k.rows / array_cols), tokens = k.streamed > 0 ? k.streamed : tile_tokens;
+    const double blocks = std::ceil(k.rows / array_cols), tokens = streamed(k, tile_tokens);
     hi = std::max(hi, k.vector ? blocks * tokens : blocks * std::ceil(tokens / array_rows) * std::ceil(k.depth));
   }
   double lo = 0;  // infeasible (no kernel runs in 0 cycles)
