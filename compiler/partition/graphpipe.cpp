@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
@@ -250,6 +251,45 @@ double stage_memory(const PipeModel& m, double params, double stash, std::uint64
   return params * m.state_bytes_per_param + stash * double(in_flight) / replicas;
 }
 
+// Structurally identical nodes of the decomposition (MMT's and CANDLE-Uno's branches, DLRM's
+// dense and its embedding branches) pose the same subproblems: the DP reads of a node only its
+// layers' figures, how its layers connect to each other and to the outside, which child holds
+// which layer, and its children's shape. Each node gets a class; nodes of one class have the
+// same signature of exactly those, so the DP solves a class once (the thesis's point that
+// GraphPipe solves branches, not one long chain, taken one step further for equal branches).
+std::vector<std::uint32_t> node_classes(const PipeModel& m, const SpTree& t) {
+  std::vector<std::uint32_t> cls(t.nodes.size(), 0);
+  std::map<std::vector<double>, std::uint32_t> ids;
+  std::vector<std::int64_t> pos(m.layers.size(), -1), owner(m.layers.size(), -1);
+  std::vector<std::vector<std::uint32_t>> consumers(m.layers.size());
+  for (std::uint32_t v = 0; v < m.layers.size(); ++v)
+    for (std::uint32_t u : m.layers[v].inputs) consumers[u].push_back(v);
+  // children before parents: a node's index is larger than its children's (SpBuilder's order)
+  for (std::uint32_t x = 0; x < t.nodes.size(); ++x) {
+    const SpNode& n = t.nodes[x];
+    std::vector<double> sig = {double(n.kind), double(n.join), double(n.children.size())};
+    for (std::size_t i = 0; i < n.layers.size(); ++i) pos[n.layers[i]] = static_cast<std::int64_t>(i);
+    for (std::size_t c = 0; c < n.children.size(); ++c) {
+      sig.push_back(cls[n.children[c]]);
+      for (std::uint32_t l : t.nodes[n.children[c]].layers) owner[l] = static_cast<std::int64_t>(c);
+    }
+    if (n.join) sig.push_back(double(pos[n.join_layer]));
+    for (std::uint32_t l : n.layers) {
+      const PipeLayer& L = m.layers[l];
+      sig.insert(sig.end(), {double(owner[l]), L.flops, L.params, L.weight_read_bytes, L.sample_bytes, L.out_bytes,
+                             L.stash_bytes, double(L.inputs.size())});
+      for (std::uint32_t u : L.inputs)  // inside: where; outside: what it sends
+        sig.insert(sig.end(), {double(pos[u]), pos[u] < 0 ? m.layers[u].out_bytes : 0.0});
+      bool outside = false;
+      for (std::uint32_t v : consumers[l]) outside = outside || pos[v] < 0;
+      sig.push_back(double(outside));
+    }
+    for (std::uint32_t l : n.layers) pos[l] = owner[l] = -1;
+    cls[x] = ids.emplace(std::move(sig), static_cast<std::uint32_t>(ids.size())).first->second;
+  }
+  return cls;
+}
+
 // What a candidate stage (a range of a node's children) is made of, computed once.
 struct RangeInfo {
   std::vector<std::uint32_t> layers;
@@ -261,7 +301,12 @@ struct RangeInfo {
 class Search {
  public:
   Search(const PipeModel& m, const SpTree& t, const DeviceSpec& dev, const PipeOptions& o)
-      : m_(m), t_(t), dev_(dev), o_(o), chain_(o.planner == PipePlanner::Sequential), cut_(chain_cut_bytes(m)) {
+      : m_(m), t_(t), dev_(dev), o_(o), chain_(o.planner == PipePlanner::Sequential), cut_(chain_cut_bytes(m)),
+        class_(o.share_equal_subproblems ? node_classes(m, t) : std::vector<std::uint32_t>{}) {
+    if (class_.empty()) {  // every node and range a class of its own
+      class_.resize(t.nodes.size());
+      std::iota(class_.begin(), class_.end(), 0u);
+    }
     for (std::uint64_t b = o.min_micro_batch; b <= o.mini_batch; b *= 2) batches_.push_back(b);
     consumers_.resize(m.layers.size());
     for (std::uint32_t v = 0; v < m.layers.size(); ++v)
@@ -457,15 +502,16 @@ class Search {
     const auto child = [&](std::uint32_t c, std::uint32_t dc, const Config& after) {
       if (enter(node, c, c)) walk(n.children[c], 0, last_child(n.children[c]), dc, after, enter, stage);
     };
+    const std::uint32_t split = lo + v.split;  // stored relative to lo: equal ranges share values
     switch (v.how) {
       case How::None: break;
       case How::Stage: stage(node, lo, hi, v); break;
       case How::Child: child(lo, d, succ); break;
       case How::StageThenRest: {
-        const Value rest = solve(node, v.split + 1, hi, d - v.d1, succ);
-        if (enter(node, lo, v.split))
-          stage(node, lo, v.split, one_stage(node, lo, v.split, v.d1, series ? rest.entry : succ));
-        if (enter(node, v.split + 1, hi)) walk(node, v.split + 1, hi, d - v.d1, succ, enter, stage);
+        const Value rest = solve(node, split + 1, hi, d - v.d1, succ);
+        if (enter(node, lo, split))
+          stage(node, lo, split, one_stage(node, lo, split, v.d1, series ? rest.entry : succ));
+        if (enter(node, split + 1, hi)) walk(node, split + 1, hi, d - v.d1, succ, enter, stage);
         break;
       }
       case How::ChildThenRest: {
@@ -475,19 +521,40 @@ class Search {
         break;
       }
       case How::JoinTail: {
-        if (enter(node, lo, v.split - 1))
-          walk(node, lo, v.split - 1, d - v.d1, join_target(node, v.split, v.d1, succ, v.tail_child), enter, stage);
+        if (enter(node, lo, split - 1))
+          walk(node, lo, split - 1, d - v.d1, join_target(node, split, v.d1, succ, v.tail_child), enter, stage);
         if (v.tail_child)
-          child(v.split, v.d1, succ);
-        else if (enter(node, v.split, hi))
-          stage(node, v.split, hi, join_tail(node, v.split, v.d1, succ, false));
+          child(split, v.d1, succ);
+        else if (enter(node, split, hi))
+          stage(node, split, hi, join_tail(node, split, v.d1, succ, false));
         break;
       }
     }
   }
 
+  // A parallel node's range of children poses the same subproblem as any other range of the
+  // same node with the same sequence of child classes (its children share no edge, and a join's
+  // ranges that hold the join are told apart by their length): CANDLE-Uno's branches 1-3 and 2-4.
+  Key key_of(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
+    const SpNode& n = t_.nodes[node];
+    if (n.kind != SpNode::Parallel || !o_.share_equal_subproblems) return Key{class_[node], lo, hi, d, succ};
+    auto [it, fresh] = range_ids_.try_emplace(node);
+    std::vector<std::uint32_t>& ids = it->second;
+    const std::size_t c = n.children.size();
+    if (fresh) {
+      ids.assign(c * c, 0);
+      for (std::size_t a = 0; a < c; ++a)
+        for (std::size_t b = a; b < c; ++b) {
+          std::vector<std::uint32_t> seq = {class_[node]};
+          for (std::size_t x = a; x <= b; ++x) seq.push_back(class_[n.children[x]]);
+          ids[a * c + b] = range_classes_.emplace(std::move(seq), std::uint32_t(range_classes_.size())).first->second;
+        }
+    }
+    return Key{class_[node], ids[lo * c + hi], kRangeClass, d, succ};
+  }
+
   Value solve(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
-    const Key key{node, lo, hi, d, succ};
+    const Key key = key_of(node, lo, hi, d, succ);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     ++states_;
     Value best = one_stage(node, lo, hi, d, succ);
@@ -511,7 +578,7 @@ class Search {
             if (side.entry.i == kInf) continue;
             Value v = side_by_side(side, tail);
             v.how = How::JoinTail;
-            v.split = k;
+            v.split = k - lo;
             v.d1 = d1;
             v.tail_child = child;
             if (better(v, best)) best = v;
@@ -528,7 +595,7 @@ class Search {
           if (first.entry.i == kInf) continue;
           Value v = series ? first : side_by_side(first, rest);
           v.how = How::StageThenRest;
-          v.split = split;
+          v.split = split - lo;
           v.d1 = d1;
           if (better(v, best)) best = v;
         }
@@ -554,6 +621,10 @@ class Search {
   const PipeOptions& o_;
   const bool chain_;
   const std::vector<double> cut_;
+  std::vector<std::uint32_t> class_;  // node -> its structural class (node_classes)
+  static constexpr std::uint32_t kRangeClass = std::numeric_limits<std::uint32_t>::max();  // Key::hi of a range class
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> range_ids_;  // parallel node -> [lo * c + hi]
+  std::map<std::vector<std::uint32_t>, std::uint32_t> range_classes_;
   std::vector<std::uint64_t> batches_;
   std::vector<std::vector<std::uint32_t>> consumers_;
   std::unordered_map<std::uint64_t, RangeInfo> ranges_;

@@ -79,6 +79,9 @@ struct PipeOptions {
   // Data-parallel replicas a stage may have at most (a power of two); 0: as many as its devices.
   // 1 plans without data parallelism (the thesis's case study: both planners found none).
   std::uint32_t max_replicas = 0;
+  // Solve structurally identical subproblems once (equal branches, equal ranges of branches).
+  // The plans are the same either way (test/partition/graphpipe_test.cpp); off for that test.
+  bool share_equal_subproblems = true;
 };
 
 struct PipeStage {
