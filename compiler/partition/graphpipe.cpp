@@ -319,6 +319,7 @@ class Search {
     tps_ = tps;
     cap_ = allreduce_cap;
     memo_.clear();
+    stage_memo_.clear();
     return solve(t_.root, 0, last_child(t_.root), dev_.devices, Config{}).entry.i;
   }
 
@@ -415,10 +416,19 @@ class Search {
   }
 
   // The range as one stage: the least in-flight (then TPS) over replicas, micro-batch and k.
+  // Devices matter only through the most replicas they allow (a power of two), so the value is
+  // memoised by that (per probe): a series' first stage on 16 to 31 devices is priced once.
   Value one_stage(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t d, const Config& succ) {
+    std::uint32_t most = o_.max_replicas ? std::min(d, o_.max_replicas) : d;
+    while (most & (most - 1)) most &= most - 1;
+    const Key key = key_of(node, lo, hi, most, succ);
+    if (auto it = stage_memo_.find(key); it != stage_memo_.end()) return it->second;
+    return stage_memo_.emplace(key, price_stage(node, lo, hi, most, succ)).first->second;
+  }
+
+  Value price_stage(std::uint32_t node, std::uint32_t lo, std::uint32_t hi, std::uint32_t most, const Config& succ) {
     RangeInfo& r = info(node, lo, hi);
     Value best;
-    const std::uint32_t most = o_.max_replicas ? std::min(d, o_.max_replicas) : d;
     for (std::uint32_t rep = 1; rep <= most; rep *= 2)
       for (std::uint64_t b : batches_) {
         if (b < rep) continue;
@@ -443,6 +453,13 @@ class Search {
   // the stages before it less (Table 3.2).
   static bool better(const Value& a, const Value& b) {
     return a.entry.i < b.entry.i || (a.entry.i == b.entry.i && a.entry.b < b.entry.b);
+  }
+
+  // Whether a first part before (series) or beside (parallel) `rest` cannot beat `best`: a stage
+  // holds more in flight than its successor (Table 3.2 adds to i_y), and parts side by side hold
+  // the larger count. Skips pricing the first part; the DP's values are unchanged.
+  static bool cannot_win(const Value& rest, const Value& best, bool series) {
+    return series ? rest.entry.i >= best.entry.i : rest.entry.i > best.entry.i;
   }
 
   // Two parts of a parallel node side by side: the larger in-flight count at their shared entry.
@@ -589,7 +606,7 @@ class Search {
         // the rest first: in a series its entry is what the first part sends to
         for (std::uint32_t split = lo; split < hi; ++split) {
           const Value rest = solve(node, split + 1, hi, d - d1, succ);
-          if (rest.entry.i == kInf) continue;
+          if (rest.entry.i == kInf || cannot_win(rest, best, series)) continue;
           const Config after = series ? rest.entry : succ;
           Value first = one_stage(node, lo, split, d1, after);
           if (first.entry.i == kInf) continue;
@@ -602,7 +619,7 @@ class Search {
         const std::uint32_t child = n.children[lo];
         if (t_.nodes[child].kind == SpNode::Leaf) continue;
         const Value rest = solve(node, lo + 1, hi, d - d1, succ);
-        if (rest.entry.i == kInf) continue;
+        if (rest.entry.i == kInf || cannot_win(rest, best, series)) continue;
         const Value first = solve(child, 0, last_child(child), d1, series ? rest.entry : succ);
         if (first.entry.i == kInf) continue;
         Value v = series ? first : side_by_side(first, rest);
@@ -628,7 +645,7 @@ class Search {
   std::vector<std::uint64_t> batches_;
   std::vector<std::vector<std::uint32_t>> consumers_;
   std::unordered_map<std::uint64_t, RangeInfo> ranges_;
-  std::unordered_map<Key, Value, KeyHash> memo_;
+  std::unordered_map<Key, Value, KeyHash> memo_, stage_memo_;
   double tps_ = 0, cap_ = 0;
   std::uint64_t states_ = 0;
 };
