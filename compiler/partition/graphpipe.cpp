@@ -851,11 +851,11 @@ PipePlan plan_pipeline(const PipeModel& m, const DeviceSpec& dev, const PipeOpti
   if (o.max_replicas != 0 && !power_of_two(o.max_replicas))
     throw Error(fmt::format("pipeline planner: at most {} replicas per stage: expected a power of two (0: no limit)",
                             o.max_replicas));
-  // The DP splits devices at every node: its time grows about as devices^2.5 (128 devices: about
-  // 3 CPU-minutes for both planners on MMT); beyond that it would look like a hang.
+  // The DP splits devices at every node: its time grows about as devices^2.5 (MMT on 128 devices:
+  // 4 CPU-s for GraphPipe, 28 for the chain); beyond that it would look like a hang.
   if (dev.devices == 0 || dev.devices > 128)
     throw Error(fmt::format("pipeline planner: {} devices: expected 1 to 128 (the search grows as about devices^2.5; "
-                            "128 take minutes)", dev.devices));
+                            "the chain takes half a minute on 128)", dev.devices));
   const SpTree tree = o.planner == PipePlanner::GraphPipe ? sp_decompose(m) : chain_tree(m);
   Search search(m, tree, dev, o);
   // A stage's gradient all-reduce runs after its last backward pass, at the end of the
