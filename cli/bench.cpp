@@ -77,6 +77,10 @@ void report(const std::string& title, const Measured& m) {
 
 void bench_sim(const BenchOptions& o) {
   const sim::Config cfg = sim::load_config(o.config);
+  const sim::Config mesh = sim::load_config(o.mesh_config);  // checked before anything runs
+  if (!mesh.chip.mesh)
+    throw Error(fmt::format("--mesh-config {}: config '{}' has no chip.mesh; the all-to-all benchmark runs on a mesh "
+                            "chip (e.g. configs/mesh-10x12.json)", o.mesh_config, mesh.name));
   compiler::RingShiftSpec ring;
   ring.cores = o.cores ? o.cores : cfg.chip.cores;
   ring.steps = o.steps;
@@ -91,7 +95,6 @@ void bench_sim(const BenchOptions& o) {
              "{:.3e} waits per CPU-second\n", r.cores, per_core, floor, double(r.cores * per_core) / floor);
   fmt::print("ratio to SystemC floor: {:.2f}\n", r.cpu_seconds / floor);
 
-  const sim::Config mesh = sim::load_config(o.mesh_config);
   compiler::AllToAllSpec a2a;
   a2a.cores = mesh.chip.cores;
   a2a.bytes = 4096;
@@ -365,6 +368,10 @@ void bench_cross_chip(const NocBenchOptions& o) {
 }  // namespace
 
 void bench_noc(const NocBenchOptions& o) {
+  const sim::Config chips = sim::load_config(o.chips_config);  // checked before anything runs
+  if (chips.system.chips < 2)
+    throw Error(fmt::format("--chips-config {}: config '{}' has {} chip; the cross-chip case needs a system of two or "
+                            "more chips (e.g. configs/vipu-2.json)", o.chips_config, chips.name, chips.system.chips));
   bench_levels(o);
   bench_cross_chip(o);
 }

@@ -1,4 +1,5 @@
 #include "cli/collective_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +15,7 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
       ->required();
   cmd->add_option("--op", a.op, "allreduce, reducescatter, allgather or alltoall")->capture_default_str();
   cmd->add_option("--bytes", a.bytes, "bytes per chip (e.g. 64MiB; all-gather: the gathered result)")
-      ->transform(CLI::AsSizeValue(false))
+      ->transform(::tessera::cli::size_value())
       ->required();
   cmd->add_option("--algorithm", a.algorithm, "ring (one ring over all chips: the system's one dimension, both "
                                               "ways if a bidirectional ring; else chips in index order), direct, "
@@ -22,7 +23,7 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
                                               "halving-doubling (a power-of-two number of chips)")
       ->capture_default_str();
   cmd->add_option("--chunk-bytes", a.chunk_bytes, "pipelining unit (0: one chunk); see --chunks-in-flight")
-      ->transform(CLI::AsSizeValue(false))
+      ->transform(::tessera::cli::size_value())
       ->capture_default_str();
   cmd->add_option("--chunks-in-flight", a.chunks_in_flight, "a chip starts a chunk once it is done with the chunk "
                                                             "this many before it (0: every chunk at once)")
@@ -32,16 +33,16 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
       ->capture_default_str();
   cmd->add_option("--memory-gb-per-s", a.memory_gb_per_s, "memory bandwidth the collective may use, each of read "
                                                           "and write (sets system.endpoint.memory_bytes_per_cycle)")
-      ->check(CLI::PositiveNumber);
+      ->check(::tessera::cli::positive());
   cmd->add_option("--cores", a.cores, "cores running the cores engine's kernels (system.endpoint.cores)")
       ->check(CLI::Range(1u, 4096u));
-  cmd->add_option("--ace-sram-bytes", a.ace_sram_bytes, "ACE SRAM (system.ace.sram_bytes), e.g. 4MiB")
-      ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--ace-sram-bytes", a.ace_sram_bytes, "ACE SRAM (system.ace.sram_bytes), e.g. 4MiB; 0: the config's")
+      ->transform(::tessera::cli::size_value());
   cmd->add_option("--ace-fsms", a.ace_fsms, "ACE FSMs (system.ace.fsms)")->check(CLI::Range(1u, 1024u));
   cmd->add_option("--packet-bytes", a.packet_bytes, "packet size on the chip links (system.packet_bytes); link and "
                                                     "AFI port buffers smaller than two packets grow to two. A packet "
-                                                    "as large as a message simulates at message granularity")
-      ->transform(CLI::AsSizeValue(false));
+                                                    "as large as a message simulates at message granularity; 0: the config's")
+      ->transform(::tessera::cli::size_value());
   cmd->add_option("--model", a.model, "level of detail of the chip links and AFIs, overriding system.model: packet "
                                       "(virtual cut-through, fast) or flit (wormhole, virtual channels, credits)");
   cmd->add_option("--out", a.out, "results JSON");
@@ -61,7 +62,8 @@ void override_parts(sim::Config& cfg, const CollectiveArgs& a) {
   }
   if ((a.ace_sram_bytes > 0 || a.ace_fsms > 0) && !cfg.system.ace) cfg.system.ace = sim::AceConfig{};
   if (a.ace_sram_bytes > 0) {
-    if (a.ace_sram_bytes < 1024) throw Error("--ace-sram-bytes: expected at least 1 KiB");
+    if (a.ace_sram_bytes < 1024 || a.ace_sram_bytes > (Bytes{1} << 40))
+      throw Error(fmt::format("--ace-sram-bytes {}: expected 1 KiB .. 1 TiB (as system.ace.sram_bytes)", a.ace_sram_bytes));
     cfg.system.ace->sram_bytes = a.ace_sram_bytes;
   }
   if (a.ace_fsms > 0) cfg.system.ace->fsms = a.ace_fsms;
@@ -80,6 +82,11 @@ void override_parts(sim::Config& cfg, const CollectiveArgs& a) {
     if (s.model == sim::NocModel::Flit && s.flit_bytes > s.packet_bytes)
       throw Error(fmt::format("--packet-bytes {}: smaller than a flit (system.flit_bytes = {})", s.packet_bytes,
                               s.flit_bytes));
+    // The flit level keeps every buffer's flits: buffers of two 2 GiB packets asked for 21 GiB
+    // of host memory on ace-torus-64 before failing. 1 MiB packets are more than any link's.
+    if (s.model == sim::NocModel::Flit && s.packet_bytes > (Bytes{1} << 20))
+      throw Error(fmt::format("--packet-bytes {}: at most 1 MiB at the flit level (it holds every buffered flit)",
+                              s.packet_bytes));
   }
 }
 

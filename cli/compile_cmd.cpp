@@ -1,4 +1,5 @@
 #include "cli/compile_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -99,11 +100,11 @@ void add_model_options(CLI::App* cmd, CompileArgs& a) {
   cmd->add_option("--config", a.config, "hardware config JSON (docs/config.md)")->required();
   cmd->add_option("--workload", a.workload, "built-in model name, workload JSON (docs/workload.md) or .onnx file")->required();
   cmd->add_option("--batch", a.batch, "batch size of a built-in model, or of an ONNX model's symbolic batch dimension")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(::tessera::cli::positive())->capture_default_str();
   cmd->add_option("--seq", a.seq, "sequence length of a built-in model (0: its default), or of an ONNX model's symbolic "
-                                  "sequence dimension")->check(CLI::NonNegativeNumber);
+                                  "sequence dimension")->check(::tessera::cli::non_negative());
   cmd->add_option("--dim", a.dims, "NAME=VALUE: a symbolic input dimension of an ONNX model (repeatable)");
-  cmd->add_option("--layers", a.layers, "layers of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--layers", a.layers, "layers of a built-in model (0: its default)")->check(::tessera::cli::non_negative());
   cmd->add_option("--calibration", a.calibration,
                   "cost-model calibration JSON (tessera calibrate; configs/calibrations/<config>.json); default: the analytical model");
   cmd->add_flag("--force-calibration", a.force_calibration, "use the calibration even though it was fitted on another config");
@@ -119,9 +120,9 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
       ->check(CLI::IsMember({"t10", "vgm", "collage"}))->capture_default_str();
   cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "bounded per-core buffer that rotations go through")->capture_default_str();
   cmd->add_option("--min-parallelism", a.opt.min_parallelism, "fraction of cores a plan must use (relaxed when no plan can)")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(::tessera::cli::finite())->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--min-padding-ratio", a.opt.min_padding_ratio, "smallest |tensor| / |padded tensor| a plan may have")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(::tessera::cli::finite())->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--reserve-bytes", a.opt.reserve_bytes, "per-core scratchpad kept for code and runtime")->capture_default_str();
   cmd->add_flag("--paper-reconciliation", a.opt.paper_reconciliation,
                 "t10: the paper's memory reconciliation alone (each operator's fastest plan, its setup added after); default: "

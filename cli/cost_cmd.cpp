@@ -1,4 +1,5 @@
 #include "cli/cost_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -45,7 +46,7 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
       ->delimiter(',');
   cmd->add_option("--samples", a.opt.samples, "simulator runs in all, split evenly over the classes")->capture_default_str();
   cmd->add_option("--plans-per-shape", a.opt.plans_per_shape, "candidate plans run per sampled shape")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(::tessera::cli::positive())->capture_default_str();
   cmd->add_option("--seed", a.opt.seed, "seed of the shape and plan sampling")->capture_default_str();
   cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "the compiler's shift buffer (as in compile)")->capture_default_str();
   cmd->add_option("--csv", a.csv, "also write every sample (features, simulated and predicted cycles) as CSV");

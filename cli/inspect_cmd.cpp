@@ -1,4 +1,5 @@
 #include "cli/inspect_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -75,9 +76,9 @@ Json workload_part(const ir::Workload& w, bool list) {
 void add_inspect_options(CLI::App* cmd, InspectArgs& a) {
   cmd->add_option("model", a.model, "built-in model name, workload JSON or .onnx file")->required();
   cmd->add_option("--batch", a.batch, "batch size (built-in models; an ONNX model's symbolic batch dimension)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--seq", a.seq, "sequence length (0: the model's default)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--layers", a.layers, "layers of a built-in model (0: its default)")->check(CLI::NonNegativeNumber);
+      ->check(::tessera::cli::positive())->capture_default_str();
+  cmd->add_option("--seq", a.seq, "sequence length (0: the model's default)")->check(::tessera::cli::non_negative());
+  cmd->add_option("--layers", a.layers, "layers of a built-in model (0: its default)")->check(::tessera::cli::non_negative());
   cmd->add_option("--dim", a.dims, "NAME=VALUE: a symbolic input dimension of an ONNX model (repeatable)");
   cmd->add_flag("--operators", a.operators, "list every operator with its output shape and expression");
   cmd->add_option("--out", a.out, "write the report as JSON");

@@ -1,5 +1,6 @@
 // tessera: one command line for the simulator (and, as it grows, the compiler).
 #include <CLI/CLI.hpp>
+#include "cli/validators.h"
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -238,7 +239,7 @@ int main(int argc, char** argv) {
   auto* bench_compile = bench->add_subcommand("compile", "compile time of a whole model, and its simulation time");
   bench_compile->add_option("--config", cbopt.config, "hardware config")->capture_default_str();
   bench_compile->add_option("--workload", cbopt.workload, "model, workload JSON or ONNX file")->capture_default_str();
-  bench_compile->add_option("--batch", cbopt.batch, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_compile->add_option("--batch", cbopt.batch, "batch size")->check(::tessera::cli::positive())->capture_default_str();
   bench_compile->add_option("--planner", cbopt.planner, "t10, vgm or collage")->check(CLI::IsMember({"t10", "vgm", "collage"}))->capture_default_str();
 
   tessera::cli::NocBenchOptions nbopt;
@@ -262,10 +263,10 @@ int main(int argc, char** argv) {
                                                    "on the same sampled plans; prints `pricing speedup: X`");
   bench_cost->add_option("--config", cobopt.config, "hardware config")->capture_default_str();
   bench_cost->add_option("--workload", cobopt.workload, "model, workload JSON or ONNX file whose operators are sampled")->capture_default_str();
-  bench_cost->add_option("--batch", cobopt.batch, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_cost->add_option("--batch", cobopt.batch, "batch size")->check(::tessera::cli::positive())->capture_default_str();
   bench_cost->add_option("--calibration", cobopt.calibration, "calibration JSON (default: the analytical weights)");
-  bench_cost->add_option("--ops", cobopt.ops, "distinct operators, costliest first")->check(CLI::PositiveNumber)->capture_default_str();
-  bench_cost->add_option("--plans", cobopt.plans_per_op, "candidate plans per operator")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_cost->add_option("--ops", cobopt.ops, "distinct operators, costliest first")->check(::tessera::cli::positive())->capture_default_str();
+  bench_cost->add_option("--plans", cobopt.plans_per_op, "candidate plans per operator")->check(::tessera::cli::positive())->capture_default_str();
   bench_cost->add_option("--seed", cobopt.seed, "seed of the plan sampling")->capture_default_str();
 
   try {

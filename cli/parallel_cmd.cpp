@@ -150,20 +150,18 @@ void set_compute_model(ParallelArgs& a) {
     throw Error(fmt::format("--weight-load: '{}' (expected stream or setup)", a.weight_load));
   a.llm.systolic = a.compute == "systolic";
   a.llm.weight_setup = a.weight_load == "setup";
-  const std::size_t x = a.array.find('x');
-  unsigned long rows = 0, cols = 0;
-  try {
-    std::size_t used_r = 0, used_c = 0;
-    if (x != std::string::npos) {
-      rows = std::stoul(a.array.substr(0, x), &used_r);
-      cols = std::stoul(a.array.substr(x + 1), &used_c);
-    }
-    if (x == std::string::npos || used_r != x || used_c != a.array.size() - x - 1) rows = cols = 0;
-  } catch (const std::exception&) {
-    rows = cols = 0;
-  }
+  if (!a.array.empty() && !a.llm.systolic)
+    throw Error(fmt::format("--array {}: the MAC arrays are --compute systolic's; --compute is {}", a.array, a.compute));
+  const std::string array = a.array.empty() ? "16x16" : a.array;
+  // digits 'x' digits, each 1 .. 65536
+  const std::size_t x = array.find('x');
+  const auto whole = [](const std::string& t) {
+    return !t.empty() && t.size() <= 5 && t.find_first_not_of("0123456789") == std::string::npos ? std::stoul(t) : 0ul;
+  };
+  const unsigned long rows = x == std::string::npos ? 0 : whole(array.substr(0, x));
+  const unsigned long cols = x == std::string::npos ? 0 : whole(array.substr(x + 1));
   if (rows == 0 || cols == 0 || rows > 65536 || cols > 65536)
-    throw Error(fmt::format("--array: '{}' (expected rows x columns of MACs, e.g. 16x16)", a.array));
+    throw Error(fmt::format("--array: '{}' (expected rows x columns of MACs, each 1 .. 65536, e.g. 16x16)", array));
   a.llm.array_rows = static_cast<std::uint32_t>(rows);
   a.llm.array_cols = static_cast<std::uint32_t>(cols);
   if (a.simulate && (a.llm.systolic || a.llm.weight_setup))
@@ -177,24 +175,27 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--config", a.config, "the system: chip peak, SRAM and DRAM from chip, topology from system.dimensions")->required();
   cmd->add_option("--model", a.model, "gpt3-175b, gpt3-1t or gpt3-1.3b (shape presets; --layers/--hidden/--heads/--seq override)")
       ->capture_default_str();
-  cmd->add_option("--layers", a.llm.layers, "decoder layers");
-  cmd->add_option("--hidden", a.llm.hidden, "hidden size");
-  cmd->add_option("--heads", a.llm.heads, "attention heads");
-  cmd->add_option("--ffn", a.llm.ffn, "FFN size (default 4 x hidden)");
-  cmd->add_option("--seq", a.llm.seq, "tokens per sequence");
+  // 0 stands for "the preset's" inside; given on the command line, a size must be at least 1
+  const auto size = CLI::Range(1, 1 << 30);
+  cmd->add_option("--layers", a.llm.layers, "decoder layers (default: the preset's)")->check(size);
+  cmd->add_option("--hidden", a.llm.hidden, "hidden size (default: the preset's)")->check(size);
+  cmd->add_option("--heads", a.llm.heads, "attention heads (default: the preset's)")->check(size);
+  cmd->add_option("--ffn", a.llm.ffn, "FFN size (default 4 x hidden)")->check(size);
+  cmd->add_option("--seq", a.llm.seq, "tokens per sequence (default: the preset's)")->check(size);
   cmd->add_option("--micro-batch", a.llm.micro_batch, "sequences per micro-batch")->capture_default_str();
   cmd->add_option("--seq-tile", a.llm.seq_tile, "tokens per tile streamed through a fused partition")->capture_default_str();
   cmd->add_option("--weight-tiles", a.llm.weight_tiles, "chunks weights stream through SRAM in (two resident)")->capture_default_str();
   cmd->add_option("--word-bytes", a.llm.word_bytes, "bytes per element")->capture_default_str();
   cmd->add_flag("--training", a.llm.training, "forward and backward, an iteration of --global-batch sequences, 1F1B "
                                              "pipeline, DP gradient all-reduce");
-  cmd->add_option("--global-batch", a.llm.global_batch, "training: sequences per iteration (default: a micro-batch per DP replica)");
+  cmd->add_option("--global-batch", a.llm.global_batch, "training: sequences per iteration (default: a micro-batch per DP replica)")
+      ->check(size);
   cmd->add_option("--mapping", a.mapping, "fix the strategy per dimension, e.g. TP,PP (default: search them all)");
   cmd->add_option("--fusion", a.fusion, "search (both), fused or kernel-by-kernel")->capture_default_str();
   cmd->add_option("--compute", a.compute, "peak (FLOPs at the chip's peak) or systolic (the DFModel code's model: the "
                                           "peak as --array arrays, each kernel on whole arrays, quantised per --seq-tile)")
       ->capture_default_str();
-  cmd->add_option("--array", a.array, "with --compute systolic: MAC array rows x columns, e.g. 16x16")->capture_default_str();
+  cmd->add_option("--array", a.array, "with --compute systolic: MAC array rows x columns (default 16x16)");
   cmd->add_option("--weight-load", a.weight_load, "stream (weights load beside the compute) or setup (loaded before "
                                                   "each partition, their time added, as the DFModel code does)")
       ->capture_default_str();
@@ -249,6 +250,8 @@ int parallel_cmd(ParallelArgs a) {
   if (llm.hidden == 0) llm.hidden = it->second.hidden;
   if (llm.heads == 0) llm.heads = it->second.heads;
   if (llm.seq == 0) llm.seq = it->second.seq;
+  if (llm.seq_tile > llm.seq)
+    throw Error(fmt::format("--seq-tile {}: more than a sequence's {} tokens (--seq)", llm.seq_tile, llm.seq));
   if (!a.partitions.empty() && a.fusion == "kernel-by-kernel")
     throw Error("--partitions fixes fused partitions: it does not go with --fusion kernel-by-kernel");
   if (llm.global_batch && !llm.training) throw Error("--global-batch is the sequences of a training iteration: add --training");

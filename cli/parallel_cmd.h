@@ -8,7 +8,7 @@ namespace tessera::cli {
 
 struct ParallelArgs {
   std::string config, model = "gpt3-175b", mapping, partitions, fusion = "search", out, trace;
-  std::string compute = "peak", array = "16x16", weight_load = "stream";
+  std::string compute = "peak", array, weight_load = "stream";  // array: "" is 16x16 (systolic only)
   partition::LlmSpec llm;
   std::uint32_t top = 10;
   bool simulate = false;               // run the best mapping on the simulator

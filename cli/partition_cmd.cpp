@@ -1,4 +1,5 @@
 #include "cli/partition_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -24,7 +25,7 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
   cmd->add_option("--budget-samples", a.budget_samples, "samples to evaluate (0: no limit, give --budget-seconds)")
       ->capture_default_str();
   cmd->add_option("--budget-seconds", a.budget_seconds, "stop after this much wall-clock time (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(::tessera::cli::non_negative());
   cmd->add_option("--seed", a.seed, "search seed (same seed, same samples)")->capture_default_str();
   cmd->add_option("--micro-batches", a.micro_batches, "micro-batches through the pipeline (each of --batch)")
       ->check(CLI::Range(2u, 1u << 16))->capture_default_str();
@@ -35,7 +36,7 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
       ->capture_default_str();
   cmd->add_option("--weights-share", a.weights_share, "share of a chip's scratchpads the static memory check lets "
                                                       "weights take (the compiler's lowering is the full check)")
-      ->check(CLI::Range(0.01, 1.0))->capture_default_str();
+      ->check(::tessera::cli::finite())->check(CLI::Range(0.01, 1.0))->capture_default_str();
   cmd->add_option("--placement", a.placement, "evaluate this placement JSON (docs/partition.md) instead of searching");
   cmd->add_option("--out", a.out, "write the best placement JSON here");
   cmd->add_option("--results", a.results, "write the results JSON (convergence, per-chip times, pipeline) here");

@@ -1,4 +1,5 @@
 #include "cli/traffic_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -21,12 +22,16 @@ void add_traffic_options(CLI::App* cmd, TrafficArgs& a) {
                                       "(the default when no --rate is given: 12)")
       ->check(CLI::Range(1u, 1000u));
   cmd->add_option("--unit", a.unit, "unit of --rate: packets or flits")->capture_default_str();
-  cmd->add_option("--warmup", a.spec.warmup_cycles, "cycles before the measured window")->capture_default_str();
-  cmd->add_option("--measure", a.spec.measure_cycles, "cycles of the measured window")->capture_default_str();
+  // at most 1e9 cycles each: a longer window is hours of CPU, and a negative one wrapped round
+  const auto window = CLI::Range(std::uint64_t{0}, std::uint64_t{1000000000});
+  cmd->add_option("--warmup", a.spec.warmup_cycles, "cycles before the measured window")
+      ->check(non_negative())->check(window)->capture_default_str();
+  cmd->add_option("--measure", a.spec.measure_cycles, "cycles of the measured window")
+      ->check(non_negative())->check(window)->capture_default_str();
   cmd->add_option("--drain", a.spec.drain_cycles, "at most this many cycles after the window for its "
                                                   "packets to arrive (else the point is saturated)")
-      ->capture_default_str();
-  cmd->add_option("--seed", a.spec.seed, "random seed")->capture_default_str();
+      ->check(non_negative())->check(window)->capture_default_str();
+  cmd->add_option("--seed", a.spec.seed, "random seed")->check(non_negative())->capture_default_str();
   cmd->add_option("--hotspot-core", a.spec.hotspot_core, "hotspot: the hot core (default: the middle of the mesh)");
   cmd->add_option("--hotspot-fraction", a.spec.hotspot_fraction, "hotspot: share of packets sent to it")
       ->capture_default_str();

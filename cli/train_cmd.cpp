@@ -1,4 +1,5 @@
 #include "cli/train_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -19,13 +20,13 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
                                     "Ideal and ACE's speedup over the best baseline)")
       ->capture_default_str();
   cmd->add_option("--chunk-bytes", a.chunk_bytes, "all-reduce pipelining unit")
-      ->transform(CLI::AsSizeValue(false))
+      ->transform(::tessera::cli::size_value())
       ->capture_default_str();
   cmd->add_option("--chunks-in-flight", a.chunks_in_flight, "chunks in flight per all-reduce (ideal and cores engines)")
       ->capture_default_str();
   cmd->add_option("--comm-memory-gb-per-s", a.comm_memory_gb_per_s,
                   "memory bandwidth communication gets (one mode only; default: the paper's Table VI)")
-      ->check(CLI::PositiveNumber);
+      ->check(::tessera::cli::positive());
   cmd->add_option("--comm-sms", a.comm_sms, "SMs communication gets (one mode only; cores engine)")
       ->check(CLI::Range(1u, 4096u));
   cmd->add_option("--share-hold", a.share_hold,

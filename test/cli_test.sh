@@ -122,6 +122,17 @@ echo '{"name": "x", "batch_per_npu": 1, "layers": [{"name": "a", "parameters": 1
 check "train: a bad layer table names the file and field, exit 1" "[ $? -eq 1 ] && grep -q 'bad-table.json' $tmp/err && grep -q 'layers\[0\].forward.flops' $tmp/err"
 "$tessera" collective --config "$src/configs/ipu-mk2.json" --bytes 1MiB >"$tmp/out" 2>"$tmp/err"
 check "collective on one chip is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'has one chip' $tmp/err"
+# sizes that crashed or wrapped round (2^32 chunks became none; -1 became 2^64 - 1; nan passed)
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 256TiB --engine ace >"$tmp/out" 2>"$tmp/err"
+check "collective: a plan of 2^32 chunks is a named error, not a crash" "[ $? -eq 1 ] && grep -q 'make 4294967296 chunks; at most 67108864 messages' $tmp/err"
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --chunk-bytes -65536 >"$tmp/out" 2>"$tmp/err"
+check "collective: a negative size is a named error" "[ $? -eq 1 ] && grep -q 'chunk-bytes: expected a size >= 0 (e.g. 64KiB), got -65536' $tmp/err"
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine cores --memory-gb-per-s nan >"$tmp/out" 2>"$tmp/err"
+check "collective: nan is not a positive number" "[ $? -eq 1 ] && grep -q 'memory-gb-per-s: expected a number > 0, got nan' $tmp/err"
+"$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --model flit --packet-bytes 2GiB >"$tmp/out" 2>"$tmp/err"
+check "collective: flit-level packets too large to hold are refused before allocating" "[ $? -eq 1 ] && grep -q 'at most 1 MiB at the flit level' $tmp/err"
+"$tessera" collective --config "$tmp" --bytes 1MiB >"$tmp/out" 2>"$tmp/err"
+check "collective: a directory as the config is named" "[ $? -eq 1 ] && grep -q 'not a regular file' $tmp/err"
 fi
 
 if want traffic; then
@@ -148,6 +159,10 @@ check "zero virtual channels is an error naming the field" "[ $? -eq 1 ] && grep
 check "asynchronous transfers overlap compute" "[ $? -eq 0 ] && grep -q '\"total_cycles\": 1101' $tmp/ov.json"
 "$tessera" traffic --config "$src/configs/mesh-8x8.json" --sweep 0 >"$tmp/out" 2>"$tmp/err"
 check "a bad argument exits 1" "[ $? -eq 1 ] && grep -q 'not in range' $tmp/err"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01 --measure -1 >"$tmp/out" 2>"$tmp/err"
+check "traffic: a negative window is a named error (it wrapped round to 2^64 - 1)" "[ $? -eq 1 ] && grep -q 'measure: expected a number >= 0, got -1' $tmp/err"
+"$tessera" bench sim --config "$src/configs/ipu-mk2.json" --mesh-config "$src/configs/ipu-mk2.json" --steps 1 >"$tmp/out" 2>"$tmp/err"
+check "bench sim: a --mesh-config without a mesh is named before anything runs (it divided by zero)" "[ $? -eq 1 ] && grep -q 'has no chip.mesh' $tmp/err && ! grep -q 'ring' $tmp/out"
 fi
 
 if want torch; then
@@ -300,6 +315,12 @@ check "plan-parallel --compute systolic: a tile's cycles in the results" "[ $? -
 check "plan-parallel: a malformed --array is named" "[ $? -eq 1 ] && grep -q \"'16y16' (expected rows x columns\" $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --compute systolic --array 1024x1024 >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: a peak that is not whole arrays is named" "[ $? -eq 1 ] && grep -q 'not a whole number of 1024x1024 arrays' $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --array 8x8 >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: --array without --compute systolic is named, not ignored" "[ $? -eq 1 ] && grep -q \"the MAC arrays are --compute systolic's\" $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --model gpt3-1.3b --seq-tile 4096 >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: a tile longer than the sequence is named, not clamped" "[ $? -eq 1 ] && grep -q \"seq-tile 4096: more than a sequence's 2048 tokens\" $tmp/err"
+"$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --layers 0 >"$tmp/out" 2>"$tmp/err"
+check "plan-parallel: --layers 0 is an error, not the preset" "[ $? -eq 1 ] && grep -q 'layers' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --compute systolic --simulate >"$tmp/out" 2>"$tmp/err"
 check "plan-parallel: --simulate runs the peak model only" "[ $? -eq 1 ] && grep -q 'does not go with --compute systolic' $tmp/err"
 "$tessera" plan-parallel --config "$src/configs/a100-switch-4.json" --model gpt3-1.3b --layers 2 --mapping TP --fusion fused --simulate --sim-micro-batches 1 --out "$tmp/pps.json" >"$tmp/out" 2>&1

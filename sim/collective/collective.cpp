@@ -255,6 +255,10 @@ CollectiveAlgorithm parse_collective_algorithm(const std::string& name) {
 const char* collective_op_name(CollectiveOp op) { return kOps[static_cast<int>(op)]; }
 const char* collective_algorithm_name(CollectiveAlgorithm a) { return kAlgorithms[static_cast<int>(a)]; }
 
+// At most this many messages in one plan (about 2 GiB of plan and engine state; the 1024-NPU
+// ring all-reduce of 256 MiB at message granularity has 2.1 M).
+constexpr std::uint64_t kMaxPlanMessages = std::uint64_t{1} << 26;
+
 void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles release, CollectivePlan& plan) {
   const std::uint32_t p = cfg.system.chips;
   if (p < 2) throw Error(fmt::format("collective: config {} has one chip; a collective needs two or more", cfg.name));
@@ -270,7 +274,14 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
       spec.op != CollectiveOp::AllReduce)
     throw Error(fmt::format("collective: {} has the ring and hierarchical algorithms; direct is for "
                             "allreduce and alltoall", collective_op_name(spec.op)));
-  const std::uint32_t chunks = static_cast<std::uint32_t>(spec.bytes / chunk);
+  // Every message of the plan is held in memory (and simulated): bound their number before
+  // building them, so that a mistyped size is a named error and not an exhausted host.
+  const std::uint64_t chunk_count = spec.bytes / chunk;
+  if (chunk_count > kMaxPlanMessages)
+    throw Error(fmt::format("collective: {} bytes in chunks of {} bytes make {} chunks; at most {} messages in a plan "
+                            "(use larger chunks: chunk_bytes, --chunk-bytes)", spec.bytes, chunk, chunk_count,
+                            kMaxPlanMessages));
+  const auto chunks = static_cast<std::uint32_t>(chunk_count);
   const std::uint32_t first = plan.chunks, id = plan.collectives++;
   // A chip starts chunk c once it is done with chunk c - chunks_in_flight (of this collective).
   const std::uint32_t window = spec.chunks_in_flight == 0 ? chunks : spec.chunks_in_flight;
@@ -308,6 +319,15 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
     }
     done.push_back(b.take_last());
     if (i == 0) {  // every chunk has the first one's messages: room for them all at once
+      const std::uint64_t per_chunk = plan.messages.size() - messages_before;
+      if (messages_before + per_chunk * chunk_count > kMaxPlanMessages)
+        throw Error(fmt::format("collective: {} chunks of {} bytes with {} messages each make {} messages{}; at most "
+                                "{} in a plan (use larger chunks: chunk_bytes, --chunk-bytes)",
+                                chunk_count, chunk, per_chunk, per_chunk * chunk_count,
+                                messages_before ? fmt::format(" ({} with the plan's earlier collectives)",
+                                                              messages_before + per_chunk * chunk_count)
+                                                : std::string(),
+                                kMaxPlanMessages));
       plan.messages.reserve(plan.messages.size() + std::size_t{chunks - 1} * (plan.messages.size() - messages_before));
       plan.waits.reserve(plan.waits.size() + std::size_t{chunks - 1} * (plan.waits.size() - waits_before));
     }

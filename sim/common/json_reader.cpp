@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -17,13 +18,16 @@ void throw_error(char kind, const std::string& message) {
 }
 
 Json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw Error(fmt::format("{}: not a regular file (expected a JSON file)", path));
   std::ifstream in(path);
   if (!in) throw Error(fmt::format("{}: cannot open file", path));
   std::stringstream text;
   text << in.rdbuf();
   try {
     return Json::parse(text.str());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, or a number out of range (1e400)
     throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
 }

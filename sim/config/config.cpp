@@ -21,6 +21,27 @@ void require(bool ok, const JsonReader& r, const std::string& key, const std::st
   if (!ok) r.fail(key, msg);
 }
 
+// A rate (bytes or FLOPs per cycle) or a latency: bounded so that cycle counts stay far from
+// overflow (a rate of 1e-20 bytes per cycle made transfers of a few bytes wrap round to nothing).
+constexpr double kMinRate = 1e-6, kMaxRate = 1e12;
+constexpr std::uint64_t kMaxLatencyCycles = 1000000000;
+
+double rate(const JsonReader& r, const std::string& key) {
+  const double v = r.positive(key);
+  require(v >= kMinRate && v <= kMaxRate, r, key, fmt::format("expected {:g} .. {:g} per cycle, got {:g}", kMinRate, kMaxRate, v));
+  return v;
+}
+double rate(const JsonReader& r, const std::string& key, double def) { return r.has(key) ? rate(r, key) : r.positive(key, def); }
+
+std::uint64_t cycles(const JsonReader& r, const std::string& key) {
+  const std::uint64_t v = r.u64(key);
+  require(v <= kMaxLatencyCycles, r, key, fmt::format("expected at most {} cycles, got {}", kMaxLatencyCycles, v));
+  return v;
+}
+std::uint64_t cycles(const JsonReader& r, const std::string& key, std::uint64_t def) {
+  return r.has(key) ? cycles(r, key) : r.u64(key, def);
+}
+
 MatrixUnitConfig parse_matrix(const JsonReader& r) {
   MatrixUnitConfig m;
   auto tile = [&](const char* key, std::uint32_t def) {
@@ -42,8 +63,8 @@ MatrixUnitConfig parse_matrix(const JsonReader& r) {
     m.macs_per_cycle[d] = static_cast<std::uint32_t>(v);
   }
   if (m.macs_per_cycle.empty()) r.fail("macs_per_cycle", "expected at least one dtype");
-  m.pipeline_fill_cycles = r.u64("pipeline_fill_cycles", m.pipeline_fill_cycles);
-  m.issue_cycles = r.u64("issue_cycles", m.issue_cycles);
+  m.pipeline_fill_cycles = cycles(r, "pipeline_fill_cycles", m.pipeline_fill_cycles);
+  m.issue_cycles = cycles(r, "issue_cycles", m.issue_cycles);
   r.reject_unknown_keys();
   return m;
 }
@@ -52,7 +73,7 @@ VectorUnitConfig parse_vector(const JsonReader& r) {
   VectorUnitConfig v;
   v.lanes = static_cast<std::uint32_t>(r.u64("lanes", v.lanes));
   require(v.lanes >= 1 && v.lanes <= 65536, r, "lanes", "expected 1..65536 lanes");
-  v.issue_cycles = r.u64("issue_cycles", v.issue_cycles);
+  v.issue_cycles = cycles(r, "issue_cycles", v.issue_cycles);
   for (int i = 0; i < kVecOps; ++i) v.op_cycles[i] = kDefaultVecCycles[i];
   if (r.has("op_cycles")) {
     JsonReader ops = r.object("op_cycles");
@@ -74,9 +95,9 @@ CoreConfig parse_core(const JsonReader& r) {
   CoreConfig c;
   c.sram_bytes = r.u64("sram_bytes");
   require(c.sram_bytes > 0, r, "sram_bytes", "expected a positive size");
-  c.sram_read_bytes_per_cycle = r.positive("sram_read_bytes_per_cycle", c.sram_read_bytes_per_cycle);
+  c.sram_read_bytes_per_cycle = rate(r, "sram_read_bytes_per_cycle", c.sram_read_bytes_per_cycle);
   c.sram_write_bytes_per_cycle =
-      r.positive("sram_write_bytes_per_cycle", c.sram_write_bytes_per_cycle);
+      rate(r, "sram_write_bytes_per_cycle", c.sram_write_bytes_per_cycle);
   c.matrix = parse_matrix(r.object("matrix"));
   static const Json kEmpty = Json::object();
   c.vector = parse_vector(r.has("vector") ? r.object("vector")
@@ -97,9 +118,9 @@ CoreConfig parse_core(const JsonReader& r) {
 
 ExchangeConfig parse_exchange(const JsonReader& r) {
   ExchangeConfig e;
-  e.send_bytes_per_cycle = r.positive("send_bytes_per_cycle");
-  e.recv_bytes_per_cycle = r.positive("recv_bytes_per_cycle");
-  e.latency_cycles = r.u64("latency_cycles");
+  e.send_bytes_per_cycle = rate(r, "send_bytes_per_cycle");
+  e.recv_bytes_per_cycle = rate(r, "recv_bytes_per_cycle");
+  e.latency_cycles = cycles(r, "latency_cycles");
   r.reject_unknown_keys();
   return e;
 }
@@ -142,10 +163,10 @@ MeshConfig parse_mesh(const JsonReader& r, std::uint32_t cores) {
     r.fail("rows", fmt::format("rows x cols = {} x {} = {} but chip.cores is {}", m.rows, m.cols,
                                std::uint64_t(m.rows) * m.cols, cores));
   m.torus = r.boolean("torus", m.torus);
-  m.link_bytes_per_cycle = r.positive("link_bytes_per_cycle");
-  m.ni_bytes_per_cycle = r.positive("ni_bytes_per_cycle", m.link_bytes_per_cycle);
-  m.link_latency_cycles = r.u64("link_latency_cycles", m.link_latency_cycles);
-  m.router_latency_cycles = r.u64("router_latency_cycles", m.router_latency_cycles);
+  m.link_bytes_per_cycle = rate(r, "link_bytes_per_cycle");
+  m.ni_bytes_per_cycle = rate(r, "ni_bytes_per_cycle", m.link_bytes_per_cycle);
+  m.link_latency_cycles = cycles(r, "link_latency_cycles", m.link_latency_cycles);
+  m.router_latency_cycles = cycles(r, "router_latency_cycles", m.router_latency_cycles);
   m.packet_bytes = r.u64("packet_bytes", m.packet_bytes);
   require(m.packet_bytes >= 1 && m.packet_bytes <= (Bytes{1} << 31), r, "packet_bytes", "expected 1 .. 2^31 bytes");
   m.buffer_bytes = r.u64("buffer_bytes", m.buffer_bytes);
@@ -162,8 +183,8 @@ OffchipConfig parse_offchip(const JsonReader& r) {
   OffchipConfig o;
   o.channels = static_cast<std::uint32_t>(r.u64("channels", o.channels));
   require(o.channels >= 1 && o.channels <= 1024, r, "channels", "expected 1..1024");
-  o.channel_bytes_per_cycle = r.positive("channel_bytes_per_cycle");
-  o.latency_cycles = r.u64("latency_cycles");
+  o.channel_bytes_per_cycle = rate(r, "channel_bytes_per_cycle");
+  o.latency_cycles = cycles(r, "latency_cycles");
   o.capacity_bytes = r.u64("capacity_bytes");
   r.reject_unknown_keys();
   return o;
@@ -193,8 +214,8 @@ Dimension parse_dimension(const JsonReader& r) {
   const std::uint64_t links = r.u64("links_per_neighbour", 1);
   require(links >= 1 && links <= 64, r, "links_per_neighbour", "expected 1..64");
   d.links_per_neighbour = static_cast<std::uint32_t>(links);
-  d.link_bytes_per_cycle = r.positive("link_bytes_per_cycle");
-  d.link_latency_cycles = r.u64("link_latency_cycles");
+  d.link_bytes_per_cycle = rate(r, "link_bytes_per_cycle");
+  d.link_latency_cycles = cycles(r, "link_latency_cycles");
   d.link_efficiency = r.positive("link_efficiency", 1.0);
   require(d.link_efficiency <= 1.0, r, "link_efficiency", "expected a share in (0, 1]");
   r.reject_unknown_keys();
@@ -210,9 +231,9 @@ std::uint32_t count(const JsonReader& r, const std::string& key, std::uint32_t d
 
 EndpointConfig parse_endpoint(const JsonReader& e) {
   EndpointConfig ep;
-  ep.memory_bytes_per_cycle = e.positive("memory_bytes_per_cycle");
+  ep.memory_bytes_per_cycle = rate(e, "memory_bytes_per_cycle");
   ep.cores = count(e, "cores", ep.cores, 4096);
-  ep.core_bytes_per_cycle = e.positive("core_bytes_per_cycle", ep.core_bytes_per_cycle);
+  ep.core_bytes_per_cycle = rate(e, "core_bytes_per_cycle", ep.core_bytes_per_cycle);
   e.reject_unknown_keys();
   return ep;
 }
@@ -223,7 +244,7 @@ AceConfig parse_ace(const JsonReader& a) {
   require(ace.sram_bytes >= 1024 && ace.sram_bytes <= (Bytes{1} << 40), a, "sram_bytes", "expected 1 KiB .. 1 TiB");
   ace.fsms = count(a, "fsms", ace.fsms, 1024);
   ace.alus = count(a, "alus", ace.alus, 1024);
-  ace.alu_bytes_per_cycle = a.positive("alu_bytes_per_cycle", ace.alu_bytes_per_cycle);
+  ace.alu_bytes_per_cycle = rate(a, "alu_bytes_per_cycle", ace.alu_bytes_per_cycle);
   const std::string admission = a.string("admission", "lifo");
   if (admission == "fifo") ace.admission = AceAdmission::Fifo;
   else if (admission != "lifo")
@@ -235,8 +256,8 @@ AceConfig parse_ace(const JsonReader& a) {
 NpuConfig parse_npu(const JsonReader& n) {
   NpuConfig npu;
   npu.sms = count(n, "sms", npu.sms, 4096);
-  npu.fp16_flops_per_cycle = n.positive("fp16_flops_per_cycle");
-  npu.memory_bytes_per_cycle = n.positive("memory_bytes_per_cycle");
+  npu.fp16_flops_per_cycle = rate(n, "fp16_flops_per_cycle");
+  npu.memory_bytes_per_cycle = rate(n, "memory_bytes_per_cycle");
   n.reject_unknown_keys();
   return npu;
 }
@@ -284,7 +305,7 @@ SystemConfig parse_system(const JsonReader& r) {
     r.fail("chips", s.dimensions.empty()
                         ? fmt::format("{} chips need system.dimensions saying how they are joined", s.chips)
                         : fmt::format("{} chips, but the sizes of system.dimensions multiply to {}", s.chips, product));
-  s.sync_latency_cycles = r.u64("sync_latency_cycles", s.sync_latency_cycles);
+  s.sync_latency_cycles = cycles(r, "sync_latency_cycles", s.sync_latency_cycles);
   s.packet_bytes = r.u64("packet_bytes", s.packet_bytes);
   require(s.packet_bytes >= 1 && s.packet_bytes <= (Bytes{1} << 31), r, "packet_bytes", "expected 1 .. 2^31 bytes");
   s.buffer_bytes = r.u64("buffer_bytes", s.buffer_bytes);
@@ -293,7 +314,7 @@ SystemConfig parse_system(const JsonReader& r) {
   if (r.has("afi")) {
     JsonReader a = r.object("afi");
     AfiConfig afi;
-    afi.bus_bytes_per_cycle = a.positive("bus_bytes_per_cycle");
+    afi.bus_bytes_per_cycle = rate(a, "bus_bytes_per_cycle");
     afi.port_buffer_bytes = a.u64("port_buffer_bytes");
     require(afi.port_buffer_bytes >= s.packet_bytes, a, "port_buffer_bytes",
             fmt::format("must hold at least one packet ({} bytes)", s.packet_bytes));
@@ -335,6 +356,7 @@ Config parse_config(const Json& json, const std::string& what) {
   c.name = r.string("name");
   c.description = r.string("description", "");
   c.clock_ghz = r.positive("clock_ghz");
+  require(c.clock_ghz >= 1e-3 && c.clock_ghz <= 1e3, r, "clock_ghz", fmt::format("expected 0.001 .. 1000 GHz, got {:g}", c.clock_ghz));
   JsonReader chip = r.object("chip");
   c.chip.cores = static_cast<std::uint32_t>(chip.u64("cores"));
   require(c.chip.cores >= 1 && c.chip.cores <= (1u << 20), chip, "cores", "expected 1..1048576");
@@ -345,13 +367,13 @@ Config parse_config(const Json& json, const std::string& what) {
   if (chip.has("mesh")) c.chip.mesh = parse_mesh(chip.object("mesh"), c.chip.cores);
   {
     JsonReader s = chip.object("sync");
-    c.chip.sync.latency_cycles = s.u64("latency_cycles");
+    c.chip.sync.latency_cycles = cycles(s, "latency_cycles");
     s.reject_unknown_keys();
   }
   c.chip.offchip = parse_offchip(chip.object("offchip"));
   if (chip.has("dma")) {
     JsonReader d = chip.object("dma");
-    c.chip.dma.issue_cycles = d.u64("issue_cycles", c.chip.dma.issue_cycles);
+    c.chip.dma.issue_cycles = cycles(d, "issue_cycles", c.chip.dma.issue_cycles);
     d.reject_unknown_keys();
   }
   chip.reject_unknown_keys();

@@ -17,11 +17,24 @@ namespace {
 
 constexpr const char* kModeNames[] = {"nooverlap", "commopt", "compopt", "ace", "ideal"};
 
+// A layer's FLOPs or bytes per pass: at most 1e18, so that its cycles stay far from overflow
+// (1e300 FLOPs came out faster than the real table) — a million times GPT-3's training step.
+constexpr double kMaxWork = 1e18;
+// A layer's parameters, or the bytes of its all-to-all: at most 2^40 (a collective plan of more
+// is refused anyway, and 2^62 parameters overflowed the gradient's bytes).
+constexpr std::uint64_t kMaxLayerBytes = std::uint64_t{1} << 40;
+
 double non_negative(const JsonReader& r, const std::string& key) {
   const Json& v = r.value(key);
-  if (!v.is_number() || v.get<double>() < 0 || !std::isfinite(v.get<double>()))
-    r.fail(key, "expected a number >= 0");
+  if (!v.is_number() || v.get<double>() < 0 || !std::isfinite(v.get<double>()) || v.get<double>() > kMaxWork)
+    r.fail(key, fmt::format("expected a number from 0 to {:g}", kMaxWork));
   return v.get<double>();
+}
+
+std::uint64_t layer_bytes(const JsonReader& r, const std::string& key, std::uint64_t def) {
+  const std::uint64_t v = r.u64(key, def);
+  if (v > kMaxLayerBytes) r.fail(key, fmt::format("expected at most 2^40 = {}", kMaxLayerBytes));
+  return v;
 }
 
 LayerWork parse_work(const JsonReader& r) {
@@ -296,11 +309,12 @@ LayerTable parse_layer_table(const Json& json, const std::string& what) {
     JsonReader l(layers[i], what, fmt::format("{}[{}]", r.where("layers"), i), 'c');
     TrainLayer layer;
     layer.name = l.string("name");
-    layer.parameters = l.u64("parameters");
+    if (!l.has("parameters")) l.fail("parameters", "required field is missing");
+    layer.parameters = layer_bytes(l, "parameters", 0);
     layer.forward = parse_work(l.object("forward"));
     layer.input_grad = parse_work(l.object("input_grad"));
     layer.weight_grad = parse_work(l.object("weight_grad"));
-    layer.alltoall_bytes = l.u64("alltoall_bytes", 0);
+    layer.alltoall_bytes = layer_bytes(l, "alltoall_bytes", 0);
     l.reject_unknown_keys();
     t.layers.push_back(std::move(layer));
   }

@@ -67,6 +67,18 @@ TEST_CASE("config: unknown keys, missing fields, wrong types, inconsistent value
   CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions: the sizes multiply to more than 4096 chips"));
   c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 4294967298ull}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 5}}}}};
   CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions[0].size: expected 1..4096"));
+  // rates, latencies and the clock far outside any chip: their cycle counts overflowed into
+  // plausible-looking results (a link of 1e-20 B/cycle as fast as one of 20)
+  c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 4}, {"link_bytes_per_cycle", 1e-20}, {"link_latency_cycles", 5}}}}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions[0].link_bytes_per_cycle: expected 1e-06 .. 1e+12 per cycle"));
+  c["system"] = {{"dimensions", {{{"kind", "ring"}, {"size", 4}, {"link_bytes_per_cycle", 8}, {"link_latency_cycles", 1ull << 55}}}}};
+  CHECK_THROWS_WITH(test::config(c), Contains("system.dimensions[0].link_latency_cycles: expected at most 1000000000 cycles"));
+  c = test::exchange_config();
+  c["clock_ghz"] = 1e300;
+  CHECK_THROWS_WITH(test::config(c), Contains("clock_ghz: expected 0.001 .. 1000 GHz"));
+  c = test::exchange_config();
+  c["chip"]["exchange"]["send_bytes_per_cycle"] = 1e13;
+  CHECK_THROWS_WITH(test::config(c), Contains("chip.exchange.send_bytes_per_cycle: expected 1e-06 .. 1e+12 per cycle"));
 }
 
 TEST_CASE("config and program files: missing or not JSON", "[bad-input]") {
@@ -74,7 +86,10 @@ TEST_CASE("config and program files: missing or not JSON", "[bad-input]") {
   const std::string path = "/tmp/tessera-bad-input-test.json";
   std::ofstream(path) << "{ \"name\": ";
   CHECK_THROWS_WITH(sim::load_config(path), Contains(path + ": not valid JSON"));
+  std::ofstream(path) << "{ \"name\": \"x\", \"clock_ghz\": 1e400 }";  // parses, but no double holds it
+  CHECK_THROWS_WITH(sim::load_config(path), Contains(path + ": not valid JSON") && Contains("number overflow"));
   std::remove(path.c_str());
+  CHECK_THROWS_WITH(sim::load_config("/tmp"), Contains("/tmp: not a regular file"));
 }
 
 TEST_CASE("program: structural errors name the core and item", "[bad-input]") {

@@ -211,6 +211,16 @@ TEST_CASE("collectives: bad requests are named errors", "[collective][bad-input]
   s.engine = "ace";
   CHECK_THROWS_WITH(sim::run_collective(test::config(cfg), s), Contains("--engine ace: config test-exchange has no system.endpoint"));
   CHECK_THROWS_WITH(sim::parse_collective_op("broadcast"), Contains("unknown collective \"broadcast\""));
+  // a plan too large to hold: 2^34 chunks (2^32 wrapped to none: a segfault) are refused before
+  // any is built; 2^24 chunks pass that check and are refused once the first shows its messages:
+  // 3 chips x 2 directions x (2 reduce-scatter + 2 all-gather steps) = 24 a chunk
+  s = sim::CollectiveSpec{};
+  s.bytes = std::uint64_t{6} << 42;
+  s.chunk_bytes = 1536;
+  CHECK_THROWS_WITH(sim::plan_collective(test::config(cfg), s), Contains("make 17179869184 chunks; at most 67108864"));
+  s.bytes = std::uint64_t{1536} << 24;
+  CHECK_THROWS_WITH(sim::plan_collective(test::config(cfg), s),
+                    Contains("16777216 chunks of 1536 bytes with 24 messages each make 402653184 messages; at most 67108864"));
 }
 
 TEST_CASE("halving-doubling all-reduce on 8 fully connected chips, by hand", "[collective]") {

@@ -85,7 +85,17 @@ TEST_CASE("layer tables: bad fields are named", "[train][bad-input]") {
   Json t = table();
   t["layers"][1]["forward"]["flops"] = -1;
   CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("t.json") && Contains("layers[1].forward.flops") &&
-                                                             Contains("expected a number >= 0"));
+                                                             Contains("expected a number from 0 to 1e+18"));
+  // sizes that overflowed into a shorter iteration or a crash are named errors
+  t = table();
+  t["layers"][0]["weight_grad"]["bytes"] = 1e300;
+  CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("layers[0].weight_grad.bytes"));
+  t = table();
+  t["layers"][0]["alltoall_bytes"] = std::uint64_t{1} << 48;
+  CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("layers[0].alltoall_bytes: expected at most 2^40"));
+  t = table();
+  t["layers"][1]["parameters"] = std::uint64_t{1} << 62;
+  CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("layers[1].parameters: expected at most 2^40"));
   t = table();
   t["layers"][0]["params"] = 3;
   CHECK_THROWS_WITH(sim::parse_layer_table(t, "t.json"), Contains("params"));

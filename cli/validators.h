@@ -1,0 +1,63 @@
+#pragma once
+// Checks shared by the commands' options, beyond CLI11's own: CLI11 converts "-1" into an
+// unsigned option as 2^64 - 1 and lets "nan" through PositiveNumber, and each would run with a
+// silently wrong value.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace tessera::cli {
+
+inline bool starts_with_minus(const std::string& s) {
+  const auto at = s.find_first_not_of(" \t");
+  return at != std::string::npos && s[at] == '-';
+}
+
+inline bool not_finite(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  return end != s.c_str() && !std::isfinite(v);
+}
+
+// A number >= 0 (for unsigned options: no minus sign; for floating ones: finite).
+inline CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& s) {
+        return starts_with_minus(s) || not_finite(s) ? std::string("expected a number >= 0, got " + s) : std::string();
+      },
+      "", "NON_NEGATIVE");
+}
+
+// A finite number > 0.
+inline CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& s) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        const bool ok = end != s.c_str() && std::isfinite(v) && v > 0;
+        return ok ? std::string() : std::string("expected a number > 0, got " + s);
+      },
+      "", "POSITIVE");
+}
+
+// A byte size (64KiB, 2MiB, 4096), not negative.
+inline CLI::Validator size_value() {
+  return CLI::Validator(
+      [](std::string& s) {
+        if (starts_with_minus(s)) return std::string("expected a size >= 0 (e.g. 64KiB), got " + s);
+        static const CLI::AsSizeValue as_size(false);
+        return as_size(s);
+      },
+      "SIZE", "SIZE");
+}
+
+// For floating-point options: a finite number (not nan, not inf; CLI::Range lets nan through).
+inline CLI::Validator finite() {
+  return CLI::Validator(
+      [](std::string& s) { return not_finite(s) ? std::string("expected a finite number, got " + s) : std::string(); },
+      "", "FINITE");
+}
+
+}  // namespace tessera::cli
