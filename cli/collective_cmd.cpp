@@ -33,7 +33,7 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
       ->capture_default_str();
   cmd->add_option("--memory-gb-per-s", a.memory_gb_per_s, "memory bandwidth the collective may use, each of read "
                                                           "and write (sets system.endpoint.memory_bytes_per_cycle)")
-      ->check(::tessera::cli::positive());
+      ->check(::tessera::cli::positive())->check(CLI::Range(1e-3, 1e6));  // GB/s: 1 MB/s .. 1 PB/s
   cmd->add_option("--cores", a.cores, "cores running the cores engine's kernels (system.endpoint.cores)")
       ->check(CLI::Range(1u, 4096u));
   cmd->add_option("--ace-sram-bytes", a.ace_sram_bytes, "ACE SRAM (system.ace.sram_bytes), e.g. 4MiB; 0: the config's")
@@ -45,7 +45,7 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
       ->transform(::tessera::cli::size_value());
   cmd->add_option("--model", a.model, "level of detail of the chip links and AFIs, overriding system.model: packet "
                                       "(virtual cut-through, fast) or flit (wormhole, virtual channels, credits)");
-  cmd->add_option("--out", a.out, "results JSON");
+  cmd->add_option("--out", a.out, "results JSON")->check(::tessera::cli::writable_path());
 }
 
 namespace {

@@ -55,6 +55,11 @@ partition::Placement read_placement(const std::string& path, const ir::Workload&
   auto fail = [&](const std::string& msg) { throw Error(fmt::format("placement {}: {}", path, msg)); };
   if (!j.is_object() || !j.contains("operators") || !j["operators"].is_array())
     fail("expected an object with an \"operators\" array of {\"name\", \"chip\"}");
+  // what placement_json writes; anything else is a misspelt key, not something to ignore
+  for (const auto& [key, value] : j.items())
+    if (key != "operators" && key != "workload" && key != "config" && key != "chips" && key != "chips_used" &&
+        key != "chips_per_device")
+      fail(fmt::format("unknown field '{}' (known: operators, workload, config, chips, chips_used, chips_per_device)", key));
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < w.ops().size(); ++i) index[w.ops()[i].name] = i;
   partition::Placement f(w.ops().size(), chips);
@@ -64,6 +69,8 @@ partition::Placement read_placement(const std::string& path, const ir::Workload&
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("chip") ||
         !e["chip"].is_number_unsigned())
       fail(fmt::format("{}: expected {{\"name\": string, \"chip\": integer >= 0}}", at));
+    for (const auto& [key, value] : e.items())
+      if (key != "name" && key != "chip") fail(fmt::format("{}: unknown field '{}' (known: name, chip)", at, key));
     const std::string name = e["name"].get<std::string>();
     if (!index.count(name)) fail(fmt::format("{}: '{}' is not an operator of '{}'", at, name, w.name));
     const auto chip = e["chip"].get<std::uint64_t>();

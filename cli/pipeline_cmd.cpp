@@ -1,4 +1,5 @@
 #include "cli/pipeline_cmd.h"
+#include "cli/validators.h"
 
 #include <fmt/format.h>
 
@@ -150,7 +151,7 @@ void add_pipeline_options(CLI::App* cmd, PipelineArgs& a) {
   cmd->add_option("--schedule", a.schedule, "1f1b, kfkb (k of 1, 2 or 4 per stage, chosen by the search) or greedy")
       ->capture_default_str();
   cmd->add_flag("--estimate-only", a.estimate_only, "plan and estimate; do not run the simulator");
-  cmd->add_option("--out", a.out, "results JSON: the plans, their estimates and simulated runs");
+  cmd->add_option("--out", a.out, "results JSON: the plans, their estimates and simulated runs")->check(::tessera::cli::writable_path());
   cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the first plan's simulated iteration, a track per device");
 }
 

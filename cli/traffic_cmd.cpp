@@ -34,8 +34,8 @@ void add_traffic_options(CLI::App* cmd, TrafficArgs& a) {
   cmd->add_option("--seed", a.spec.seed, "random seed")->check(non_negative())->capture_default_str();
   cmd->add_option("--hotspot-core", a.spec.hotspot_core, "hotspot: the hot core (default: the middle of the mesh)");
   cmd->add_option("--hotspot-fraction", a.spec.hotspot_fraction, "hotspot: share of packets sent to it")
-      ->capture_default_str();
-  cmd->add_option("--out", a.out, "results JSON (every point, with per-link use)");
+      ->check(finite())->each([&a](const std::string&) { a.hotspot_fraction_given = true; })->capture_default_str();
+  cmd->add_option("--out", a.out, "results JSON (every point, with per-link use)")->check(::tessera::cli::writable_path());
   cmd->add_option("--csv", a.csv, "one row per rate");
   cmd->add_option("--plot", a.plot, "latency-throughput curve (PNG) with scripts/plot_traffic.py (python3-matplotlib)");
 }
@@ -73,6 +73,11 @@ int traffic_cmd(TrafficArgs a) {
   if (a.unit != "packets" && a.unit != "flits")
     throw Error(fmt::format("--unit: unknown unit \"{}\" (expected packets or flits)", a.unit));
   a.spec.pattern = sim::parse_pattern(a.pattern);
+  // options that would otherwise be ignored
+  if (!a.rates.empty() && a.sweep)
+    throw Error("--sweep makes its own rates: it does not go with --rate");
+  if (a.pattern != "hotspot" && (a.spec.hotspot_core != ~0u || a.hotspot_fraction_given))
+    throw Error(fmt::format("--hotspot-core and --hotspot-fraction apply to --pattern hotspot, not {}", a.pattern));
   a.spec.rate_in_flits = a.unit == "flits";
   for (double r : a.rates) {  // every rate and the pattern's needs checked before anything runs
     a.spec.rate = r;

@@ -12,6 +12,7 @@ struct TrafficArgs {
   std::vector<double> rates;
   std::uint32_t sweep = 0;
   sim::TrafficSpec spec;
+  bool hotspot_fraction_given = false;  // --hotspot-fraction given (it applies to --pattern hotspot only)
   std::string out, csv, plot;
 };
 

@@ -26,7 +26,7 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
       ->capture_default_str();
   cmd->add_option("--comm-memory-gb-per-s", a.comm_memory_gb_per_s,
                   "memory bandwidth communication gets (one mode only; default: the paper's Table VI)")
-      ->check(::tessera::cli::positive());
+      ->check(::tessera::cli::positive())->check(CLI::Range(1e-3, 1e6));  // GB/s: 1 MB/s .. 1 PB/s
   cmd->add_option("--comm-sms", a.comm_sms, "SMs communication gets (one mode only; cores engine)")
       ->check(CLI::Range(1u, 4096u));
   cmd->add_option("--share-hold", a.share_hold,
@@ -35,7 +35,7 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
                   "the NPU otherwise")
       ->check(CLI::IsMember({"static", "in-flight"}))
       ->capture_default_str();
-  cmd->add_option("--out", a.out, "results JSON (every mode run)");
+  cmd->add_option("--out", a.out, "results JSON (every mode run)")->check(::tessera::cli::writable_path());
   cmd->add_option("--trace", a.trace, "Perfetto trace of the (last) mode run: compute and all-reduces in flight");
 }
 

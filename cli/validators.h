@@ -4,8 +4,11 @@
 // silently wrong value.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace tessera::cli {
@@ -58,6 +61,23 @@ inline CLI::Validator finite() {
   return CLI::Validator(
       [](std::string& s) { return not_finite(s) ? std::string("expected a finite number, got " + s) : std::string(); },
       "", "FINITE");
+}
+
+// An output file that can be written: checked before the run, so that hours of simulation are
+// not lost to a mistyped directory at the end.
+inline CLI::Validator writable_path() {
+  return CLI::Validator(
+      [](std::string& s) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        const fs::path p(s);
+        const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+        if (fs::is_directory(p, ec)) return s + ": a directory; expected a file to write";
+        if (!fs::is_directory(dir, ec)) return s + ": directory " + dir.string() + " does not exist";
+        if (access(dir.c_str(), W_OK) != 0) return s + ": directory " + dir.string() + " is not writable";
+        return std::string();
+      },
+      "", "WRITABLE");
 }
 
 }  // namespace tessera::cli

@@ -161,6 +161,10 @@ check "asynchronous transfers overlap compute" "[ $? -eq 0 ] && grep -q '\"total
 check "a bad argument exits 1" "[ $? -eq 1 ] && grep -q 'not in range' $tmp/err"
 "$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01 --measure -1 >"$tmp/out" 2>"$tmp/err"
 check "traffic: a negative window is a named error (it wrapped round to 2^64 - 1)" "[ $? -eq 1 ] && grep -q 'measure: expected a number >= 0, got -1' $tmp/err"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01 --sweep 3 >"$tmp/out" 2>"$tmp/err"
+check "traffic: --sweep with --rate is named, not ignored" "[ $? -eq 1 ] && grep -q 'does not go with --rate' $tmp/err"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01 --out "$tmp/no-such-dir/t.json" >"$tmp/out" 2>"$tmp/err"
+check "traffic: an --out in a missing directory is named before the run" "[ $? -eq 1 ] && grep -q 'no-such-dir does not exist' $tmp/err && [ ! -s $tmp/out ]"
 "$tessera" bench sim --config "$src/configs/ipu-mk2.json" --mesh-config "$src/configs/ipu-mk2.json" --steps 1 >"$tmp/out" 2>"$tmp/err"
 check "bench sim: a --mesh-config without a mesh is named before anything runs (it divided by zero)" "[ $? -eq 1 ] && grep -q 'has no chip.mesh' $tmp/err && ! grep -q 'ring' $tmp/out"
 fi
@@ -266,6 +270,9 @@ check "partition: greedy writes a placement of every operator and its convergenc
 sed 's/"fc2"/"fc3"/' "$tmp/pl.json" >"$tmp/pl-bad.json"
 "$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --placement "$tmp/pl-bad.json" >"$tmp/out" 2>&1
 check "partition: an unknown operator is a named error, exit 1" "[ $? -eq 1 ] && grep -q \"pl-bad.json: operators\[3\]: 'fc3' is not an operator\" $tmp/out"
+sed 's/"chip": 0}, {"name": "bias1"/"chip": 0, "chips": 2}, {"name": "bias1"/' "$tmp/pl.json" >"$tmp/pl-key.json"
+"$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --placement "$tmp/pl-key.json" >"$tmp/out" 2>&1
+check "partition: an unknown key in a placement is a named error, not ignored" "[ $? -eq 1 ] && grep -q \"operators\[0\]: unknown field 'chips' (known: name, chip)\" $tmp/out"
 sed 's/"fc1", "chip": 0/"fc1", "chip": 1/; s/"act", "chip": 1/"act", "chip": 0/' "$tmp/pl.json" >"$tmp/pl-back.json"
 "$tessera" partition --config "$src/configs/mcm-ring-36.json" --workload "$src/workloads/tiny-mlp.json" --placement "$tmp/pl-back.json" >"$tmp/out" 2>&1
 check "partition: a backward edge is the validator's error, exit 1" "[ $? -eq 1 ] && grep -q 'from chip 1 back to chip 0' $tmp/out"

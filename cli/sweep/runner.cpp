@@ -39,7 +39,9 @@ std::string last_line(const std::string& path) {
   std::ifstream f(path);
   std::string line, last;
   while (std::getline(f, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    // CLI11's closing hint says nothing about the point; the line before it names the option
+    if (line.find_first_not_of(" \t\r") != std::string::npos && line != "Run with --help for more information.")
+      last = line;
   const std::string prefix = "tessera: error: ";
   if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
   return last.size() > 2000 ? last.substr(0, 2000) + "..." : last;
