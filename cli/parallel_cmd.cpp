@@ -312,9 +312,20 @@ int parallel_cmd(ParallelArgs a) {
                        {"mappings", maps},
                        {"simulated", simulated}});
   }
-  if (all.empty() || !all.front().feasible)
-    throw Error(fmt::format("no mapping of {} fits {}{}", llm.name, sys.name,
-                            all.empty() ? "" : ": " + all.front().why));
+  if (all.empty() || !all.front().feasible) {
+    // the reasons by how many mappings they rule out (the first mapping's alone misled: a TP
+    // degree that does not divide the heads, where every other mapping ran out of SRAM)
+    std::map<std::string, std::size_t> why;
+    for (const partition::Evaluation& e : all) ++why[e.why];
+    std::vector<std::pair<std::size_t, std::string>> by_count;
+    for (const auto& [reason, n] : why) by_count.push_back({n, reason});
+    std::stable_sort(by_count.begin(), by_count.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::string list;
+    for (std::size_t i = 0; i < by_count.size() && i < 3; ++i)
+      list += fmt::format("{}{} of {}: {}", i ? "; " : ": ", by_count[i].first, all.size(), by_count[i].second);
+    if (by_count.size() > 3) list += fmt::format("; and {} other reasons (the table above)", by_count.size() - 3);
+    throw Error(fmt::format("no mapping of {} fits {}{}", llm.name, sys.name, list));
+  }
   return 0;
 }
 

@@ -616,10 +616,10 @@ class AceEngine : public Engine {
 
 void require_parts(const Config& cfg, const std::string& engine) {
   if (!cfg.system.endpoint)
-    throw Error(fmt::format("--engine {}: config {} has no system.endpoint (the memory bandwidth and cores a "
+    throw Error(fmt::format("engine {}: config {} has no system.endpoint (the memory bandwidth and cores a "
                             "collective may use; docs/config.md)", engine, cfg.name));
   if (engine == "ace" && !cfg.system.ace)
-    throw Error(fmt::format("--engine ace: config {} has no system.ace (the engine's SRAM, FSMs and ALUs; "
+    throw Error(fmt::format("engine ace: config {} has no system.ace (the engine's SRAM, FSMs and ALUs; "
                             "docs/config.md)", cfg.name));
 }
 
@@ -655,7 +655,7 @@ std::unique_ptr<CollectiveEngine> make_engine(const Config& cfg, const std::stri
                                               RoutedTransport& net, std::uint64_t id_base) {
   if (engine == "ideal") return std::make_unique<IdealEngine>(plan, net, id_base, cfg.system.chips);
   if (engine != "cores" && engine != "ace")
-    throw Error(fmt::format("--engine {}: unknown engine (expected ideal, cores or ace)", engine));
+    throw Error(fmt::format("engine {}: unknown engine (expected ideal, cores or ace)", engine));
   require_parts(cfg, engine);
   if (engine == "cores")
     return std::make_unique<CoresEngine>(cfg, relay_through_neighbours(plan, net.topology()), net, id_base);

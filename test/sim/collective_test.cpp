@@ -209,7 +209,7 @@ TEST_CASE("collectives: bad requests are named errors", "[collective][bad-input]
   sim::CollectiveSpec s;
   s.bytes = 6 << 10;
   s.engine = "ace";
-  CHECK_THROWS_WITH(sim::run_collective(test::config(cfg), s), Contains("--engine ace: config test-exchange has no system.endpoint"));
+  CHECK_THROWS_WITH(sim::run_collective(test::config(cfg), s), Contains("engine ace: config test-exchange has no system.endpoint"));
   CHECK_THROWS_WITH(sim::parse_collective_op("broadcast"), Contains("unknown collective \"broadcast\""));
   // a plan too large to hold: 2^34 chunks (2^32 wrapped to none: a segfault) are refused before
   // any is built; 2^24 chunks pass that check and are refused once the first shows its messages:
