@@ -150,7 +150,7 @@ TEST_CASE("ACE with tight partitions and one FSM per phase: slower, never stuck"
 TEST_CASE("collective engines: a config without their parts, or an unknown engine, is a named error", "[collective][engines][bad-input]") {
   Json cfg = engines_system(ring("ring", 3));
   CHECK_THROWS_WITH(run(cfg, "magic", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 6 << 10, 0),
-                    Contains("--engine magic: unknown engine (expected ideal, cores or ace)"));
+                    Contains("engine magic: unknown engine (expected ideal, cores or ace)"));
   cfg["system"].erase("ace");
   CHECK_THROWS_WITH(run(cfg, "ace", sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, 6 << 10, 0),
                     Contains("has no system.ace"));
