@@ -27,11 +27,19 @@ ir::Workload load_workload(const std::string& spec, const ir::ModelOptions& opt)
     io.batch = opt.batch;
     io.seq = opt.seq_len;
     io.keep_values = opt.keep_values;
+    if (opt.layers != 0)
+      throw Error(fmt::format("workload '{}': --layers sizes built-in models; an ONNX model has its own layers", spec));
     return ir::import_onnx(spec, io);
   }
   if (!opt.dims.empty())
     throw Error(fmt::format("workload '{}': --dim sets symbolic dimensions of ONNX models only", spec));
-  if (ends_with(spec, ".json")) return ir::load_workload_json(spec);
+  if (ends_with(spec, ".json")) {
+    // a workload file has its own shapes: sizes meant for a built-in model would be ignored
+    if (opt.batch != 1 || opt.seq_len != 0 || opt.layers != 0)
+      throw Error(fmt::format("workload '{}': --batch, --seq and --layers size built-in models (and an ONNX model's "
+                              "symbolic dimensions); a workload JSON has its own shapes", spec));
+    return ir::load_workload_json(spec);
+  }
   if (ir::is_model_name(spec)) return ir::build_model(spec, opt);
   std::string names;
   for (const auto& n : ir::model_names()) names += (names.empty() ? "" : ", ") + n;

@@ -57,6 +57,8 @@ ff = a.pop('fast_forward')
 sys.exit(0 if a == b and ff['replayed'] == 2 and a['total_cycles'] == 3588 else 1)\""
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload no-such-model >"$tmp/out" 2>"$tmp/err"
 check "unknown workload exits non-zero" "[ $? -ne 0 ] && grep -q \"workload 'no-such-model'\" $tmp/err"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload "$src/workloads/tiny-mlp.json" --batch 4 >"$tmp/out" 2>"$tmp/err"
+check "a batch size for a workload JSON is named, not ignored" "[ $? -eq 1 ] && grep -q 'a workload JSON has its own shapes' $tmp/err"
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload llama2-13b --batch 64 >"$tmp/out" 2>"$tmp/err"
 check "a model that cannot fit says by how much" "[ $? -ne 0 ] && grep -q 'does not fit' $tmp/err && grep -q 'short by' $tmp/err"
 fi
