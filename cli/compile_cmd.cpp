@@ -118,12 +118,12 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
   add_model_options(cmd, a);
   cmd->add_option("--planner", a.opt.planner, "t10 (compute-shift), vgm (load-compute-store baseline) or collage (per operator the one the cost model prefers)")
       ->check(CLI::IsMember({"t10", "vgm", "collage"}))->capture_default_str();
-  cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "bounded per-core buffer that rotations go through")->capture_default_str();
+  cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "bounded per-core buffer that rotations go through")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 40))->capture_default_str();
   cmd->add_option("--min-parallelism", a.opt.min_parallelism, "fraction of cores a plan must use (relaxed when no plan can)")
       ->check(::tessera::cli::finite())->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--min-padding-ratio", a.opt.min_padding_ratio, "smallest |tensor| / |padded tensor| a plan may have")
       ->check(::tessera::cli::finite())->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--reserve-bytes", a.opt.reserve_bytes, "per-core scratchpad kept for code and runtime")->capture_default_str();
+  cmd->add_option("--reserve-bytes", a.opt.reserve_bytes, "per-core scratchpad kept for code and runtime")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40))->capture_default_str();
   cmd->add_flag("--paper-reconciliation", a.opt.paper_reconciliation,
                 "t10: the paper's memory reconciliation alone (each operator's fastest plan, its setup added after); default: "
                 "also one that prices each plan with its setup, the schedule predicted fastest kept");

@@ -1,7 +1,9 @@
 #include "cli/cost_cmd.h"
+#include "cli/process.h"
 #include "cli/validators.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -48,7 +50,7 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
   cmd->add_option("--plans-per-shape", a.opt.plans_per_shape, "candidate plans run per sampled shape")
       ->check(::tessera::cli::positive())->capture_default_str();
   cmd->add_option("--seed", a.opt.seed, "seed of the shape and plan sampling")->capture_default_str();
-  cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "the compiler's shift buffer (as in compile)")->capture_default_str();
+  cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "the compiler's shift buffer (as in compile)")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 40))->capture_default_str();
   cmd->add_option("--csv", a.csv, "also write every sample (features, simulated and predicted cycles) as CSV");
 }
 
@@ -87,7 +89,7 @@ int calibrate_cmd(const CalibrateArgs& a) {
 
 void add_validate_options(CLI::App* cmd, ValidateArgs& a) {
   add_model_options(cmd, a.compile);
-  cmd->add_option("--shift-buffer-bytes", a.compile.opt.shift_buffer_bytes, "the compiler's shift buffer")->capture_default_str();
+  cmd->add_option("--shift-buffer-bytes", a.compile.opt.shift_buffer_bytes, "the compiler's shift buffer")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 40))->capture_default_str();
   cmd->add_flag("--offchip-io", a.compile.opt.offchip_io,
                 "load model inputs from off-chip memory and store outputs while operators run (a shared network)");
   cmd->add_option("--csv", a.csv, "per-operator predicted and simulated cycles (the ranked plans go to <csv stem>.ranks.csv)")
@@ -124,8 +126,10 @@ int validate_cmd(const ValidateArgs& a) {
              100 * e["analytical_error"].get<double>());
   fmt::print("per-operator rows in {}, ranked plans in {}.ranks.csv\n", a.csv, stem);
   if (!a.plot.empty()) {
-    const std::string cmd = fmt::format("/usr/bin/python3 '{}/scripts/plot_validation.py' '{}' '{}'", TESSERA_SOURCE_DIR, a.csv, a.plot);
-    if (std::system(cmd.c_str()) != 0) throw Error(fmt::format("plot: `{}` failed (is python3-matplotlib installed?)", cmd));
+    const std::vector<std::string> cmd = {"/usr/bin/python3", std::string(TESSERA_SOURCE_DIR) + "/scripts/plot_validation.py",
+                                          a.csv, a.plot};
+    if (!run_program(cmd))
+      throw Error(fmt::format("plot: {} failed (is python3-matplotlib installed?)", fmt::join(cmd, " ")));
     fmt::print("plot written to {}\n", a.plot);
   }
   return 0;

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include "cli/validators.h"
 #include <fmt/format.h>
+
+#include <filesystem>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -81,8 +83,9 @@ double limit_host_memory() {
   if (const char* env = std::getenv("TESSERA_MEMORY_LIMIT_GB")) {
     char* end = nullptr;
     gib = std::strtod(env, &end);
-    if (end == env || *end != '\0' || !(gib > 0)) {
-      fmt::print(stderr, "tessera: error: TESSERA_MEMORY_LIMIT_GB='{}': expected a positive number of GiB\n", env);
+    // at least a GiB: below, the process cannot map its libraries and stacks (std::bad_alloc)
+    if (end == env || *end != '\0' || !(gib >= 1 && gib <= 1e6)) {
+      fmt::print(stderr, "tessera: error: TESSERA_MEMORY_LIMIT_GB='{}': expected 1 .. 1e6 GiB\n", env);
       std::exit(1);
     }
   } else {
@@ -157,19 +160,19 @@ int main(int argc, char** argv) {
   std::string gen_out;
   tessera::compiler::RingShiftSpec ring;
   auto* gen_ring = gen->add_subcommand("ring", "compute-shift ring: compute, send to next, recv, sync");
-  gen_ring->add_option("--cores", ring.cores, "cores in the ring")->capture_default_str();
-  gen_ring->add_option("--first-core", ring.first_core, "first core id")->capture_default_str();
-  gen_ring->add_option("--steps", ring.steps, "compute-shift steps")->capture_default_str();
-  gen_ring->add_option("--bytes", ring.shift_bytes, "bytes shifted per step")->capture_default_str();
-  gen_ring->add_option("--m", ring.m, "matmul rows per step")->capture_default_str();
-  gen_ring->add_option("--k", ring.k, "matmul reduction extent")->capture_default_str();
-  gen_ring->add_option("--n", ring.n, "matmul columns")->capture_default_str();
+  gen_ring->add_option("--cores", ring.cores, "cores in the ring")->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+  gen_ring->add_option("--first-core", ring.first_core, "first core id")->check(::tessera::cli::non_negative())->check(CLI::Range(0u, 1u << 20))->capture_default_str();
+  gen_ring->add_option("--steps", ring.steps, "compute-shift steps")->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 10000000u))->capture_default_str();
+  gen_ring->add_option("--bytes", ring.shift_bytes, "bytes shifted per step")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30))->capture_default_str();
+  gen_ring->add_option("--m", ring.m, "matmul rows per step")->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 65536u))->capture_default_str();
+  gen_ring->add_option("--k", ring.k, "matmul reduction extent")->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 65536u))->capture_default_str();
+  gen_ring->add_option("--n", ring.n, "matmul columns")->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 65536u))->capture_default_str();
   gen_ring->add_option("--dtype", ring.dtype, "int8, fp16, fp32 or int32")->capture_default_str();
   gen_ring->add_option("--out", gen_out, "output file (default: stdout)");
   tessera::compiler::AllToAllSpec a2a;
   auto* gen_a2a = gen->add_subcommand("all-to-all", "every core sends to every other core");
-  gen_a2a->add_option("--cores", a2a.cores, "cores")->capture_default_str();
-  gen_a2a->add_option("--bytes", a2a.bytes, "bytes per pair")->capture_default_str();
+  gen_a2a->add_option("--cores", a2a.cores, "cores")->check(::tessera::cli::non_negative())->check(CLI::Range(2u, 1u << 16))->capture_default_str();
+  gen_a2a->add_option("--bytes", a2a.bytes, "bytes per pair")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30))->capture_default_str();
   gen_a2a->add_option("--out", gen_out, "output file (default: stdout)");
 
   tessera::cli::CompileArgs comp, runa;
@@ -278,6 +281,10 @@ int main(int argc, char** argv) {
   try {
     if (sim_cmd->parsed()) return simulate_cmd(config, program, out, trace, quiet, sim_functional, sim_engine, !sim_no_ff);
     if (prog_convert->parsed()) {
+      std::error_code ec;  // writing the output first would empty the input (also through a link)
+      if (std::filesystem::exists(conv_out, ec) && std::filesystem::equivalent(conv_in, conv_out, ec))
+        throw tessera::Error(fmt::format("program convert: {} and {} are the same file; write to another", conv_in,
+                                         conv_out));
       tessera::sim::convert_program(conv_in, conv_out);
       fmt::print("{} written to {}\n", conv_in, conv_out);
       return 0;

@@ -1,7 +1,9 @@
 #include "cli/traffic_cmd.h"
+#include "cli/process.h"
 #include "cli/validators.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -128,9 +130,10 @@ int traffic_cmd(TrafficArgs a) {
     fmt::print("CSV written to {}\n", csv);
   }
   if (!a.plot.empty()) {
-    const std::string cmd = fmt::format("/usr/bin/python3 '{}/scripts/plot_traffic.py' '{}' '{}' '{} {} on {} ({} level)'",
-                                        TESSERA_SOURCE_DIR, csv, a.plot, a.pattern, "traffic", cfg.name, model);
-    if (std::system(cmd.c_str()) != 0) throw Error(fmt::format("plot: `{}` failed (is python3-matplotlib installed?)", cmd));
+    const std::vector<std::string> cmd = {"/usr/bin/python3", std::string(TESSERA_SOURCE_DIR) + "/scripts/plot_traffic.py",
+                                          csv, a.plot, fmt::format("{} traffic on {} ({} level)", a.pattern, cfg.name, model)};
+    if (!run_program(cmd))
+      throw Error(fmt::format("plot: {} failed (is python3-matplotlib installed?)", fmt::join(cmd, " ")));
     fmt::print("plot written to {}\n", a.plot);
   }
   return 0;

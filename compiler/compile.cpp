@@ -212,11 +212,18 @@ double functional_max_error(const ir::Workload& w, const Json& results) {
   for (const auto& [name, ref] : lower::reference_outputs(w)) {
     if (!results.contains("outputs") || !results["outputs"].contains(name))
       throw Error(fmt::format("functional run: output '{}' was never stored", name));
-    const auto got = results["outputs"][name]["values"].get<std::vector<float>>();
-    if (got.size() != ref.size())
-      throw Error(fmt::format("functional run: output '{}' has {} values, the reference {}", name, got.size(), ref.size()));
-    for (std::size_t i = 0; i < ref.size(); ++i)
-      worst = std::max(worst, static_cast<double>(std::abs(got[i] - ref[i])) / (1.0 + std::abs(ref[i])));
+    const Json& values = results["outputs"][name]["values"];
+    if (values.size() != ref.size())
+      throw Error(fmt::format("functional run: output '{}' has {} values, the reference {}", name, values.size(), ref.size()));
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      // a NaN or an infinity (written as null) compares as nothing: name it rather than call it a match
+      const double got = values[i].is_number() ? values[i].get<double>() : std::nan("");
+      if (!std::isfinite(got) || !std::isfinite(ref[i]))
+        throw Error(fmt::format("functional run: output '{}' value {} is {} (the reference's: {}); a non-finite result "
+                                "cannot be checked (a division by zero, or inputs too large?)",
+                                name, i, got, ref[i]));
+      worst = std::max(worst, std::abs(got - double(ref[i])) / (1.0 + std::abs(double(ref[i]))));
+    }
   }
   return worst;
 }

@@ -13,6 +13,16 @@ check() { if ! eval "$2"; then echo "FAILED: $1"; fail=1; else echo "ok: $1"; fi
 if want basics; then
 "$tessera" --help >"$tmp/help" 2>&1
 check "help lists simulate" "grep -q simulate $tmp/help"
+# hostile input found by the audit of 2026-11-29 (each crashed, hung, or gave a wrong answer)
+cp "$src/workloads/programs/example-small.json" "$tmp/same.json"
+"$tessera" program convert "$tmp/same.json" "$tmp/same.json" >"$tmp/out" 2>&1
+check "program convert onto its own input is refused and the input kept" "[ $? -eq 1 ] && grep -q 'are the same file' $tmp/out && cmp -s $tmp/same.json $src/workloads/programs/example-small.json"
+"$tessera" gen ring --cores 3000000 >"$tmp/out" 2>&1
+check "gen: a ring of 3 million cores is refused (it grew to 7 GB)" "[ $? -eq 1 ]"
+"$tessera" compile --config "$src/configs/ipu-mk2.json" --workload nerf --reserve-bytes -1 >"$tmp/out" 2>&1
+check "compile: a negative reserve is refused (it wrapped round)" "[ $? -eq 1 ] && grep -q 'expected a number >= 0, got -1' $tmp/out"
+TESSERA_MEMORY_LIMIT_GB=inf "$tessera" --help >"$tmp/out" 2>&1
+check "an infinite memory limit is a named error (std::bad_alloc before)" "[ $? -eq 1 ] && grep -q 'TESSERA_MEMORY_LIMIT_GB=.inf.: expected 1 .. 1e6 GiB' $tmp/out"
 
 "$tessera" simulate --config "$src/configs/ipu-mk2.json" --program "$src/workloads/programs/example-small.json" \
   --out "$tmp/r.json" --trace "$tmp/t.json" >"$tmp/out" 2>&1
@@ -255,6 +265,9 @@ check "sweep: the other points are ok" "row 0 | grep -q '\"status\":\"ok\"' && r
 printf '{"config": "%s/configs/mesh-8x8.json", "axes": [{"pointer": "/chip/cores", "valuez": [1]}]}' "$src" >"$tmp/bad-spec.json"
 "$tessera" sweep "$tmp/bad-spec.json" --out "$tmp/swD" >"$tmp/out" 2>&1
 check "sweep: a bad spec is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'bad-spec.json: axes\[0\]' $tmp/out"
+printf 'config: &c [*c]\n' >"$tmp/alias.yaml"
+"$tessera" sweep "$tmp/alias.yaml" --out "$tmp/swE" --dry-run >"$tmp/out" 2>&1
+check "sweep: an alias that contains itself is a named error (a segfault before)" "[ $? -eq 1 ] && grep -q 'an alias that contains itself' $tmp/out"
 fi
 
 if want partition; then

@@ -207,7 +207,13 @@ pid_t spawn(std::vector<std::string> args, const std::function<void()>& in_child
 
 double point_memory_gb(const Spec& spec, unsigned jobs) {
   if (spec.limits.memory_gb > 0) return spec.limits.memory_gb;
-  return 0.9 * physical_memory_gib() / std::max(1u, jobs);
+  const double share = 0.9 * physical_memory_gib() / std::max(1u, jobs);
+  // below about a GiB of address space a point cannot even start (libraries, thread stacks):
+  // every point then died of a segfault with the sweep's exit status 0
+  if (share < kMinPointMemoryGb)
+    throw Error(fmt::format("--jobs {}: {:.2f} GiB of this machine's memory per point, under the {:g} GiB a point needs "
+                            "to start; run fewer at once or set limits.memory_gb", jobs, share, kMinPointMemoryGb));
+  return share;
 }
 
 std::string self_executable() {

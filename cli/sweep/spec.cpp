@@ -23,17 +23,27 @@ namespace {
   throw ConfigError(fmt::format("{}: {}", path, msg));
 }
 
+// Aliases can make a YAML document refer to itself (`&c [*c]`: endless recursion, a segfault)
+// or expand exponentially (a kilobyte of nested aliases is a billion values): a spec is small,
+// so nesting and size are bounded.
+constexpr int kMaxYamlDepth = 64;
+constexpr std::size_t kMaxYamlValues = 1000000;
+
 // YAML scalars become JSON numbers, booleans or null where they read as such, unless quoted.
-Json yaml_to_json(const YAML::Node& n) {
+Json yaml_to_json(const YAML::Node& n, int depth, std::size_t& values) {
+  if (depth > kMaxYamlDepth)
+    throw ConfigError(fmt::format("nested deeper than {} levels (an alias that contains itself?)", kMaxYamlDepth));
+  if (++values > kMaxYamlValues)
+    throw ConfigError(fmt::format("more than {} values (aliases expanding?); a sweep spec is small", kMaxYamlValues));
   switch (n.Type()) {
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& e : n) a.push_back(yaml_to_json(e));
+      for (const auto& e : n) a.push_back(yaml_to_json(e, depth + 1, values));
       return a;
     }
     case YAML::NodeType::Map: {
       Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second, depth + 1, values);
       return o;
     }
     case YAML::NodeType::Scalar: {
@@ -338,7 +348,14 @@ Spec load_spec(const std::string& path) {
   if (ext != ".yaml" && ext != ".yml") return parse_spec(read_json_file(path), path);
   if (!fs::is_regular_file(p)) spec_error(path, "cannot read the file: it does not exist or is not a regular file");
   try {
-    return parse_spec(yaml_to_json(YAML::LoadFile(path)), path);
+    std::size_t values = 0;
+    Json j;
+    try {
+      j = yaml_to_json(YAML::LoadFile(path), 0, values);
+    } catch (const ConfigError& e) {
+      spec_error(path, e.what());
+    }
+    return parse_spec(j, path);
   } catch (const YAML::Exception& e) {
     spec_error(path, fmt::format("not valid YAML: {}", e.what()));
   }
@@ -387,6 +404,9 @@ Spec parse_spec(const Json& json, const std::string& path) {
     const JsonReader l = r.object("limits");
     s.limits.time_s = l.positive("time_s", s.limits.time_s);
     s.limits.memory_gb = l.has("memory_gb") ? l.positive("memory_gb") : 0;
+    if (s.limits.memory_gb != 0 && (s.limits.memory_gb < kMinPointMemoryGb || s.limits.memory_gb > 1e6))
+      l.fail("memory_gb", fmt::format("expected {:g} .. 1e6 GiB (below, a point cannot start; above, no limit is one "
+                                      "the machine has)", kMinPointMemoryGb));
     l.reject_unknown_keys();
   }
   r.reject_unknown_keys();

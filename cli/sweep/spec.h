@@ -19,6 +19,9 @@ struct Axis {
   std::string zip;      // axes sharing a zip group vary together (equal lengths); empty: cartesian
 };
 
+// The least address space a point can start in (the binary's libraries and thread stacks).
+inline constexpr double kMinPointMemoryGb = 1.0;
+
 struct Limits {
   double time_s = 3600;    // wall clock per point
   double memory_gb = 0;    // address space per point; 0: a share of this machine (see spec.cpp)
