@@ -131,12 +131,12 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
   cmd->add_flag("--functional", a.opt.functional, "carry real values: unrolled program, outputs checked against a reference evaluation");
   cmd->add_option("--inputs", a.inputs, "functional mode: JSON {\"input\": [values]} of model input values (default: generated)");
   if (run) {
-    cmd->add_option("--out", a.results, "write the results JSON (with the per-operator table) here");
-    cmd->add_option("--trace", a.trace, "write a Chrome trace-event JSON here");
+    cmd->add_option("--out", a.results, "write the results JSON (with the per-operator table) here")->check(::tessera::cli::writable_path());
+    cmd->add_option("--trace", a.trace, "write a Chrome trace-event JSON here")->check(::tessera::cli::writable_path());
     cmd->add_flag("--quiet", a.quiet, "print only the summary line");
     cmd->add_flag("--no-fast-forward", a.no_fast_forward, kNoFastForwardHelp);
   } else {
-    cmd->add_option("--out", a.out, "write the program here: JSON, or the compact binary form for a .tpb name (docs/program.md)")->required();
+    cmd->add_option("--out", a.out, "write the program here: JSON, or the compact binary form for a .tpb name (docs/program.md)")->check(::tessera::cli::writable_path())->required();
     cmd->add_flag("--save-workload", a.save_workload, "also write the workload JSON beside the program (<out>.workload.json)");
   }
 }

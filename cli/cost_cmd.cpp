@@ -42,7 +42,7 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
                                          "family of configs with one set of weights")->required();
   cmd->add_option("--hold-out-config", a.held_out_configs, "a config of the family sampled but never fitted: its error is "
                                                            "the held-out-config figure (repeatable)");
-  cmd->add_option("--out", a.out, "write the calibration JSON here (docs/cost.md)")->required();
+  cmd->add_option("--out", a.out, "write the calibration JSON here (docs/cost.md)")->check(::tessera::cli::writable_path())->required();
   cmd->add_option("--ops", a.opt.classes, fmt::format("operator classes to calibrate, comma-separated (default: all of {})",
                                                       fmt::join(cost::op_classes(), ",")))
       ->delimiter(',');
@@ -51,7 +51,7 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
       ->check(::tessera::cli::positive())->capture_default_str();
   cmd->add_option("--seed", a.opt.seed, "seed of the shape and plan sampling")->capture_default_str();
   cmd->add_option("--shift-buffer-bytes", a.opt.shift_buffer_bytes, "the compiler's shift buffer (as in compile)")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 40))->capture_default_str();
-  cmd->add_option("--csv", a.csv, "also write every sample (features, simulated and predicted cycles) as CSV");
+  cmd->add_option("--csv", a.csv, "also write every sample (features, simulated and predicted cycles) as CSV")->check(::tessera::cli::writable_path());
 }
 
 int calibrate_cmd(const CalibrateArgs& a) {
@@ -92,9 +92,9 @@ void add_validate_options(CLI::App* cmd, ValidateArgs& a) {
   cmd->add_option("--shift-buffer-bytes", a.compile.opt.shift_buffer_bytes, "the compiler's shift buffer")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 40))->capture_default_str();
   cmd->add_flag("--offchip-io", a.compile.opt.offchip_io,
                 "load model inputs from off-chip memory and store outputs while operators run (a shared network)");
-  cmd->add_option("--csv", a.csv, "per-operator predicted and simulated cycles (the ranked plans go to <csv stem>.ranks.csv)")
+  cmd->add_option("--csv", a.csv, "per-operator predicted and simulated cycles (the ranked plans go to <csv stem>.ranks.csv)")->check(::tessera::cli::writable_path())
       ->capture_default_str();
-  cmd->add_option("--json", a.json, "also write the summary (per class and end to end) as JSON");
+  cmd->add_option("--json", a.json, "also write the summary (per class and end to end) as JSON")->check(::tessera::cli::writable_path());
   cmd->add_option("--plot", a.plot, "also draw predicted vs simulated (PNG) with scripts/plot_validation.py (python3-matplotlib)");
   cmd->add_option("--rank-ops", a.opt.rank_ops_per_class, "distinct operators per class whose candidate plans are ranked")
       ->capture_default_str();

@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
   bool quiet = false;
   sim_cmd->add_option("--config", config, "hardware config JSON (docs/config.md)")->required();
   sim_cmd->add_option("--program", program, "program file: JSON or the binary .tpb form (docs/program.md)")->required();
-  sim_cmd->add_option("--out", out, "write the results JSON here (docs/results.md)");
-  sim_cmd->add_option("--trace", trace, "write a Chrome trace-event JSON here (off by default)");
+  sim_cmd->add_option("--out", out, "write the results JSON here (docs/results.md)")->check(::tessera::cli::writable_path());
+  sim_cmd->add_option("--trace", trace, "write a Chrome trace-event JSON here (off by default)")->check(::tessera::cli::writable_path());
   sim_cmd->add_flag("--quiet", quiet, "print nothing on success");
   bool sim_functional = false;
   std::string sim_engine = "ideal";
@@ -168,12 +168,12 @@ int main(int argc, char** argv) {
   gen_ring->add_option("--k", ring.k, "matmul reduction extent")->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 65536u))->capture_default_str();
   gen_ring->add_option("--n", ring.n, "matmul columns")->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 65536u))->capture_default_str();
   gen_ring->add_option("--dtype", ring.dtype, "int8, fp16, fp32 or int32")->capture_default_str();
-  gen_ring->add_option("--out", gen_out, "output file (default: stdout)");
+  gen_ring->add_option("--out", gen_out, "output file (default: stdout)")->check(::tessera::cli::writable_path());
   tessera::compiler::AllToAllSpec a2a;
   auto* gen_a2a = gen->add_subcommand("all-to-all", "every core sends to every other core");
   gen_a2a->add_option("--cores", a2a.cores, "cores")->check(::tessera::cli::non_negative())->check(CLI::Range(2u, 1u << 16))->capture_default_str();
   gen_a2a->add_option("--bytes", a2a.bytes, "bytes per pair")->check(::tessera::cli::non_negative())->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30))->capture_default_str();
-  gen_a2a->add_option("--out", gen_out, "output file (default: stdout)");
+  gen_a2a->add_option("--out", gen_out, "output file (default: stdout)")->check(::tessera::cli::writable_path());
 
   tessera::cli::CompileArgs comp, runa;
   auto* compile = app.add_subcommand("compile", "compile a model to a program (T10 compute-shift or VGM baseline)");

@@ -203,7 +203,7 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& a) {
   cmd->add_option("--partitions", a.partitions, "fix the partitions: kernels per partition in order, e.g. 3,4,2,2 (fused)");
   cmd->add_option("--top", a.top, "mappings to print")->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON: every mapping with its partitions")->check(::tessera::cli::writable_path());
-  cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the best mapping's iteration, a track per pipeline stage");
+  cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the best mapping's iteration, a track per pipeline stage")->check(::tessera::cli::writable_path());
   CLI::Option* simulate = cmd->add_flag("--simulate", a.simulate, "run the best mapping on the simulator (needs system.npu and system.afi): "
                                           "its partitions on NPUs, TP all-reduces (streamed beside the compute, "
                                           "sequence tile by tile), PP hand-offs and (training) DP "

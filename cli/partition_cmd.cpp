@@ -38,9 +38,9 @@ void add_partition_options(CLI::App* cmd, PartitionArgs& a) {
                                                       "weights take (the compiler's lowering is the full check)")
       ->check(::tessera::cli::finite())->check(CLI::Range(0.01, 1.0))->capture_default_str();
   cmd->add_option("--placement", a.placement, "evaluate this placement JSON (docs/partition.md) instead of searching");
-  cmd->add_option("--out", a.out, "write the best placement JSON here");
-  cmd->add_option("--results", a.results, "write the results JSON (convergence, per-chip times, pipeline) here");
-  cmd->add_option("--program", a.program, "write the best placement's program here (JSON, or .tpb)");
+  cmd->add_option("--out", a.out, "write the best placement JSON here")->check(::tessera::cli::writable_path());
+  cmd->add_option("--results", a.results, "write the results JSON (convergence, per-chip times, pipeline) here")->check(::tessera::cli::writable_path());
+  cmd->add_option("--program", a.program, "write the best placement's program here (JSON, or .tpb)")->check(::tessera::cli::writable_path());
   cmd->add_flag("--one-chip", a.one_chip, "also compile and simulate the whole model on one chip, for the ratio");
   cmd->add_flag("--serve", a.serve, "for a learner outside (scripts/partition_rl.py): print the graph as a JSON line, then "
                                     "answer each {\"proposal\": [...], \"seed\": n} line with the solver's FIX repair "

@@ -152,7 +152,7 @@ void add_pipeline_options(CLI::App* cmd, PipelineArgs& a) {
       ->capture_default_str();
   cmd->add_flag("--estimate-only", a.estimate_only, "plan and estimate; do not run the simulator");
   cmd->add_option("--out", a.out, "results JSON: the plans, their estimates and simulated runs")->check(::tessera::cli::writable_path());
-  cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the first plan's simulated iteration, a track per device");
+  cmd->add_option("--trace", a.trace, "Chrome trace (Perfetto) of the first plan's simulated iteration, a track per device")->check(::tessera::cli::writable_path());
 }
 
 int pipeline_cmd(const PipelineArgs& a) {

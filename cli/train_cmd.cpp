@@ -36,7 +36,7 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
       ->check(CLI::IsMember({"static", "in-flight"}))
       ->capture_default_str();
   cmd->add_option("--out", a.out, "results JSON (every mode run)")->check(::tessera::cli::writable_path());
-  cmd->add_option("--trace", a.trace, "Perfetto trace of the (last) mode run: compute and all-reduces in flight");
+  cmd->add_option("--trace", a.trace, "Perfetto trace of the (last) mode run: compute and all-reduces in flight")->check(::tessera::cli::writable_path());
 }
 
 int train_cmd(const TrainArgs& a) {

@@ -361,6 +361,11 @@ class Importer {
                        in.name(), d));
     }
     if (missing) throw SymbolicDim();
+    // the workload format's bound (docs/workload.md): a dimension of 2^62 made element counts
+    // overflow and compile spin (it was given as a shape, or as --batch / --dim)
+    for (std::size_t d = 0; d < s.size(); ++d)
+      if (s[d] > (std::int64_t{1} << 40))
+        fail(fmt::format("input '{}': dimension {} is {}; at most 2^40", in.name(), d, s[d]));
     declare_tensor(in.name(), s, TensorRole::Input);
   }
 

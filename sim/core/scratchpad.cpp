@@ -29,11 +29,11 @@ void Scratchpad::alloc(const std::string& buffer, Bytes bytes, const std::string
   touch(buffer);
   if (buffers_.count(buffer))
     throw ProgramError(fmt::format("{}: core {}: buffer '{}' is already allocated", where, core_, buffer));
-  if (used_ + bytes > capacity_)
+  if (bytes > capacity_ - used_)  // used_ <= capacity_; used_ + bytes could wrap round past 2^64
     throw ProgramError(fmt::format(
         "{}: core {}: scratchpad overflow allocating buffer '{}' of {} bytes: {} bytes in use, "
         "capacity {} bytes, short by {} bytes",
-        where, core_, buffer, bytes, used_, capacity_, used_ + bytes - capacity_));
+        where, core_, buffer, bytes, used_, capacity_, bytes - (capacity_ - used_)));
   buffers_.emplace(buffer, bytes);
   used_ += bytes;
   peak_ = std::max(peak_, used_);

@@ -238,6 +238,14 @@ class CoreReader {
       if (v == 0) r.fail(key, "expected a positive extent");
       return v;
     };
+    // An operand's bytes, its extents' product times the element size: checked, since a product
+    // past 2^64 wrapped round to a size a small buffer passed (m = k = n = 2^32 simulated).
+    auto bytes_of = [&](const char* key, std::initializer_list<std::uint64_t> extents) {
+      Bytes b = s;
+      for (std::uint64_t e : extents)
+        if (__builtin_mul_overflow(b, e, &b)) r.fail(key, "the extents' product overflows 2^64 bytes");
+      return b;
+    };
     Cycles cycles = 0;
     ComputeKind ck;
     if (kind == "matmul") {
@@ -252,10 +260,10 @@ class CoreReader {
         r.fail("dtype", fmt::format("the matrix unit of this config does not support {}", dname));
       want_inputs(2, 2);
       if (dense_inputs) {
-        require_buffer(inputs[0], sh.batch * sh.m * sh.k * s, where, "input A");
-        require_buffer(inputs[1], sh.k * sh.n * s, where, "input B");
+        require_buffer(inputs[0], bytes_of("m", {sh.batch, sh.m, sh.k}), where, "input A");
+        require_buffer(inputs[1], bytes_of("k", {sh.k, sh.n}), where, "input B");
       }
-      require_buffer(output, sh.batch * sh.m * sh.n * s, where, "output");
+      require_buffer(output, bytes_of("n", {sh.batch, sh.m, sh.n}), where, "output");
       cycles = matmul_cycles(core, dtype, sh);
     } else if (auto op = parse_vec_op(kind)) {
       ck = ComputeKind::Elementwise;
@@ -265,8 +273,8 @@ class CoreReader {
       // A binary op with one input buffer takes its other operand as a constant (X * 0.125).
       want_inputs(1, binary ? 2 : 1);
       if (dense_inputs)
-        for (const auto& in : inputs) require_buffer(in, n * s, where, "input");
-      require_buffer(output, n * s, where, "output");
+        for (const auto& in : inputs) require_buffer(in, bytes_of("elements", {n}), where, "input");
+      require_buffer(output, bytes_of("elements", {n}), where, "output");
       cycles = elementwise_cycles(core, *op, n);
     } else if (auto row_kind = parse_compute_kind(kind)) {  // matmul and vector ops are above
       ck = *row_kind;
@@ -275,10 +283,10 @@ class CoreReader {
       if (ck == ComputeKind::Layernorm) want_inputs(1, 3); else want_inputs(1, 1);
       if (inputs.size() == 2) r.fail("inputs", "layernorm takes x, or x, gamma and beta");
       if (dense_inputs) {
-        require_buffer(inputs[0], rows * cols * s, where, "input");
-        for (std::size_t i = 1; i < inputs.size(); ++i) require_buffer(inputs[i], cols * s, where, "scale/shift");
+        require_buffer(inputs[0], bytes_of("cols", {rows, cols}), where, "input");
+        for (std::size_t i = 1; i < inputs.size(); ++i) require_buffer(inputs[i], bytes_of("cols", {cols}), where, "scale/shift");
       }
-      require_buffer(output, (reduce ? rows : rows * cols) * s, where, "output");
+      require_buffer(output, reduce ? bytes_of("rows", {rows}) : bytes_of("cols", {rows, cols}), where, "output");
       cycles = row_op_cycles(core, ck, rows, cols);
     } else {
       r.fail("kind", fmt::format("unknown compute kind \"{}\" (expected matmul, reduce_sum, "

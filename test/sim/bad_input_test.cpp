@@ -114,6 +114,18 @@ TEST_CASE("program: structural errors name the core and item", "[bad-input]") {
   check_program_error(p.json(), "core 3: scratchpad overflow allocating buffer 'big' of 30000 bytes: "
                                 "40000 bytes in use, capacity 65536 bytes, short by 4464 bytes");
 
+  // sizes past 2^64 wrapped round: an allocation that fitted beside another, and a matmul of
+  // 2^32 x 2^32 x 2^32 whose operands' bytes came out as a few
+  p = ProgramBuilder();
+  p.alloc(3, "a", 1024).alloc(3, "huge", 18446744073709550616ull);
+  check_program_error(p.json(), "core 3: scratchpad overflow allocating buffer 'huge' of 18446744073709550616 bytes: "
+                                "1024 bytes in use, capacity 65536 bytes");
+  p = ProgramBuilder();
+  p.alloc(0, "a", 2).alloc(0, "b", 2).alloc(0, "c", 2);
+  p.core(0).push_back({{"op", "compute"}, {"kind", "matmul"}, {"m", 1ull << 32}, {"k", 1ull << 32}, {"n", 1ull << 32},
+                       {"inputs", {"a", "b"}}, {"output", "c"}});
+  check_program_error(p.json(), "cores[0].items[3].m: the extents' product overflows 2^64 bytes");
+
   p = ProgramBuilder();
   p.alloc(0, "buf", 8).sync(0).alloc(1, "buf", 8).sync(1).sync(1);
   check_program_error(p.json(), "group 'all': core 0 syncs 1 time(s) but core 1 syncs 2 time(s)");
