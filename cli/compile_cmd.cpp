@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <fstream>
 
 #include "compiler/cost/roofline.h"
@@ -35,6 +37,9 @@ ir::Workload load_workload(const CompileArgs& a) {
 // --inputs FILE: {"input name": [row-major values], ...} for the model's inputs.
 void set_input_values(ir::Workload& w, const std::string& path, bool functional) {
   if (!functional) throw Error(fmt::format("--inputs {}: input values need --functional", path));
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw Error(fmt::format("--inputs {}: not a regular file (expected a JSON file of input values)", path));
   std::ifstream f(path);
   if (!f) throw Error(fmt::format("{}: cannot open file", path));
   const Json j = Json::parse(f, nullptr, false);
@@ -87,6 +92,8 @@ compiler::CompileOptions compile_options(const CompileArgs& a, const sim::Config
   } else if (a.price_by != "model") {
     throw Error(fmt::format("--price-by '{}': expected model or simulate", a.price_by));
   }
+  if (a.force_calibration && a.calibration.empty())
+    throw Error("--force-calibration forces a --calibration file onto another config: give --calibration");
   if (!a.calibration.empty()) o.model = cost::load_calibration(a.calibration, cfg, a.force_calibration);
   return o;
 }

@@ -3,6 +3,8 @@
 #include "cli/validators.h"
 
 #include <fmt/format.h>
+
+#include <filesystem>
 #include <fmt/ranges.h>
 
 #include <cstdlib>
@@ -57,7 +59,17 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
 int calibrate_cmd(const CalibrateArgs& a) {
   std::vector<sim::Config> cfgs;
   for (const auto& path : a.configs) cfgs.push_back(sim::load_config(path));
-  for (const auto& path : a.held_out_configs) cfgs.push_back(sim::load_config(path));
+  for (const auto& path : a.held_out_configs) {
+    // a held-out config is one the fit never saw: the same file twice reported the fit's own
+    // error as a held-out one
+    for (const auto& fitted : a.configs) {
+      std::error_code ec;
+      if (path == fitted || std::filesystem::equivalent(path, fitted, ec))
+        throw Error(fmt::format("--hold-out-config {}: also given as --config; a held-out config must be one the "
+                                "fit does not see", path));
+    }
+    cfgs.push_back(sim::load_config(path));
+  }
   std::vector<const sim::Config*> fitted, held;
   for (std::size_t i = 0; i < cfgs.size(); ++i) (i < a.configs.size() ? fitted : held).push_back(&cfgs[i]);
   cost::CalibrateOptions o = a.opt;

@@ -21,6 +21,10 @@ check "program convert onto its own input is refused and the input kept" "[ $? -
 check "gen: a ring of 3 million cores is refused (it grew to 7 GB)" "[ $? -eq 1 ]"
 "$tessera" compile --config "$src/configs/ipu-mk2.json" --workload nerf --reserve-bytes -1 >"$tmp/out" 2>&1
 check "compile: a negative reserve is refused (it wrapped round)" "[ $? -eq 1 ] && grep -q 'expected a number >= 0, got -1' $tmp/out"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --force-calibration >"$tmp/out" 2>&1
+check "--force-calibration without a calibration is named, not ignored" "[ $? -eq 1 ] && grep -q 'give --calibration' $tmp/out"
+"$tessera" calibrate --config "$src/configs/mesh-8x8.json" --hold-out-config "$src/configs/mesh-8x8.json" --out "$tmp/k.json" >"$tmp/out" 2>&1
+check "calibrate: a held-out config that is also fitted is named" "[ $? -eq 1 ] && grep -q 'also given as --config' $tmp/out"
 TESSERA_MEMORY_LIMIT_GB=inf "$tessera" --help >"$tmp/out" 2>&1
 check "an infinite memory limit is a named error (std::bad_alloc before)" "[ $? -eq 1 ] && grep -q 'TESSERA_MEMORY_LIMIT_GB=.inf.: expected 1 .. 1e6 GiB' $tmp/out"
 

@@ -179,6 +179,8 @@ Axis parse_axis(const JsonReader& r, const Json& json, const Spec& spec) {
   if (a.pointer.empty() == a.option.empty()) r.fail("pointer", "give one of 'pointer' (a config field) and 'option'");
   if (!a.option.empty() && a.option.rfind("--", 0) != 0)
     r.fail("option", fmt::format("expected a long option such as --batch, got '{}'", a.option));
+  if (a.option == "--config" || a.option == "--out")  // as in args: every point failed with "At Most 1"
+    r.fail("option", fmt::format("'{}' is set by the sweep for each point (vary the config with 'pointer')", a.option));
   std::vector<Json::json_pointer> fields;
   if (!a.pointer.empty()) {
     try {
