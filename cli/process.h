@@ -4,6 +4,8 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cerrno>
+
 #include <string>
 #include <vector>
 
@@ -19,8 +21,8 @@ inline bool run_program(const std::vector<std::string>& argv) {
   pid_t pid = 0;
   if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return false;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
