@@ -108,9 +108,11 @@ void add_validate_options(CLI::App* cmd, ValidateArgs& a) {
       ->capture_default_str();
   cmd->add_option("--json", a.json, "also write the summary (per class and end to end) as JSON")->check(::tessera::cli::writable_path());
   cmd->add_option("--plot", a.plot, "also draw predicted vs simulated (PNG) with scripts/plot_validation.py (python3-matplotlib)");
+  // tau needs two plans of one operator at least: with fewer it printed 0.000, as if measured
   cmd->add_option("--rank-ops", a.opt.rank_ops_per_class, "distinct operators per class whose candidate plans are ranked")
-      ->capture_default_str();
-  cmd->add_option("--rank-plans", a.opt.plans_per_op, "candidate plans run per ranked operator")->capture_default_str();
+      ->check(::tessera::cli::non_negative())->check(CLI::Range(1u, 1000u))->capture_default_str();
+  cmd->add_option("--rank-plans", a.opt.plans_per_op, "candidate plans run per ranked operator")
+      ->check(::tessera::cli::non_negative())->check(CLI::Range(2u, 1000u))->capture_default_str();
 }
 
 int validate_cmd(const ValidateArgs& a) {

@@ -691,6 +691,8 @@ void read_functional_tables(const JsonReader& r, Program& prog) {
     for (std::size_t i = 0; i < arr.size(); ++i) {
       JsonReader t(arr[i], r.what(), fmt::format("data_tensors[{}]", i), 'p');
       std::string name = t.string("name");
+      for (const auto& [earlier, unused] : prog.data_tensors)
+        if (earlier == name) t.fail("name", fmt::format("data tensor '{}' is declared twice", name));
       const Json& sh = t.value("shape");
       std::vector<std::int64_t> shape;
       if (!sh.is_array() || sh.empty()) t.fail("shape", "expected a non-empty array of positive integers");
@@ -949,6 +951,7 @@ ProgramParser::ProgramParser(const Json& header, const std::string& what, const 
   } else {
     const Json& cores = r.value("cores");
     if (!cores.is_array()) r.fail("cores", "expected an array of {core, items}");
+    if (cores.empty()) r.fail("cores", "no cores: a program runs on at least one (it simulated to 0 cycles)");
     for (std::size_t i = 0; i < cores.size(); ++i) {
       JsonReader c(cores[i], what, fmt::format("cores[{}]", i), 'p');
       std::uint64_t id = c.u64("core");

@@ -114,6 +114,9 @@ TEST_CASE("program: structural errors name the core and item", "[bad-input]") {
   check_program_error(p.json(), "core 3: scratchpad overflow allocating buffer 'big' of 30000 bytes: "
                                 "40000 bytes in use, capacity 65536 bytes, short by 4464 bytes");
 
+  check_program_error(Json{{"format", "tessera-program"}, {"version", 1}, {"cores", Json::array()}},
+                      "cores: no cores: a program runs on at least one");
+
   // sizes past 2^64 wrapped round: an allocation that fitted beside another, and a matmul of
   // 2^32 x 2^32 x 2^32 whose operands' bytes came out as a few
   p = ProgramBuilder();
