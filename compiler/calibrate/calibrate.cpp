@@ -488,6 +488,8 @@ Calibration calibrate(const std::vector<const sim::Config*>& fitted, const std::
   if (fitted.empty()) throw Error("calibrate: expected at least one config to fit on");
   if (o.classes.empty()) throw Error("calibrate: expected at least one operator class");
   if (o.plans_per_shape < 1) throw Error("calibrate: expected at least one plan per shape");
+  // as compile() asks: the plans' rotations go through this buffer in pieces (0 divided by zero)
+  if (o.shift_buffer_bytes < 64) throw Error("calibrate: shift buffer: expected at least 64 bytes");
   for (const auto& c : o.classes)
     if (std::find(op_classes().begin(), op_classes().end(), c) == op_classes().end())
       throw Error(fmt::format("calibrate: operator class '{}': expected one of {}", c, fmt::join(op_classes(), ", ")));

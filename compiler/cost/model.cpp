@@ -158,7 +158,7 @@ void save_calibration(const std::string& path, const Model& m) {
   if (!out) throw Error(fmt::format("{}: write failed", path));
 }
 
-Model load_calibration_json(const Json& j, const std::string& path, const sim::Config& cfg, bool force);
+static Model load_calibration_json(const Json& j, const std::string& path, const sim::Config& cfg, bool force);
 
 Model load_calibration(const std::string& path, const sim::Config& cfg, bool force) {
   const Json j = read_json_file(path);
@@ -169,7 +169,7 @@ Model load_calibration(const std::string& path, const sim::Config& cfg, bool for
   }
 }
 
-Model load_calibration_json(const Json& j, const std::string& path, const sim::Config& cfg, bool force) {
+static Model load_calibration_json(const Json& j, const std::string& path, const sim::Config& cfg, bool force) {
   JsonReader r(j, path, "", 'c');
   if (r.string("format") != "tessera-calibration") r.fail("format", "expected \"tessera-calibration\"");
   if (r.u64("version") != 2)

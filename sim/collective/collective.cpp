@@ -328,7 +328,7 @@ void append_collective(const Config& cfg, const CollectiveSpec& spec, Cycles rel
                                                               messages_before + per_chunk * chunk_count)
                                                 : std::string(),
                                 kMaxPlanMessages));
-      plan.messages.reserve(plan.messages.size() + std::size_t{chunks - 1} * (plan.messages.size() - messages_before));
+      plan.messages.reserve(plan.messages.size() + std::size_t{chunks - 1} * per_chunk);
       plan.waits.reserve(plan.waits.size() + std::size_t{chunks - 1} * (plan.waits.size() - waits_before));
     }
     plan.chunk_sizes.push_back(chunk);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/common/error.h"
 #include "sim/common/hash.h"
@@ -26,20 +27,16 @@ void require(bool ok, const JsonReader& r, const std::string& key, const std::st
 constexpr double kMinRate = 1e-6, kMaxRate = 1e12;
 constexpr std::uint64_t kMaxLatencyCycles = 1000000000;
 
-double rate(const JsonReader& r, const std::string& key) {
-  const double v = r.positive(key);
+double rate(const JsonReader& r, const std::string& key, std::optional<double> def = {}) {
+  const double v = def ? r.positive(key, *def) : r.positive(key);
   require(v >= kMinRate && v <= kMaxRate, r, key, fmt::format("expected {:g} .. {:g} per cycle, got {:g}", kMinRate, kMaxRate, v));
   return v;
 }
-double rate(const JsonReader& r, const std::string& key, double def) { return r.has(key) ? rate(r, key) : r.positive(key, def); }
 
-std::uint64_t cycles(const JsonReader& r, const std::string& key) {
-  const std::uint64_t v = r.u64(key);
+std::uint64_t cycles(const JsonReader& r, const std::string& key, std::optional<std::uint64_t> def = {}) {
+  const std::uint64_t v = def ? r.u64(key, *def) : r.u64(key);
   require(v <= kMaxLatencyCycles, r, key, fmt::format("expected at most {} cycles, got {}", kMaxLatencyCycles, v));
   return v;
-}
-std::uint64_t cycles(const JsonReader& r, const std::string& key, std::uint64_t def) {
-  return r.has(key) ? cycles(r, key) : r.u64(key, def);
 }
 
 MatrixUnitConfig parse_matrix(const JsonReader& r) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "sim/collective/engines.h"
 #include "sim/common/error.h"
@@ -31,8 +32,8 @@ double non_negative(const JsonReader& r, const std::string& key) {
   return v.get<double>();
 }
 
-std::uint64_t layer_bytes(const JsonReader& r, const std::string& key, std::uint64_t def) {
-  const std::uint64_t v = r.u64(key, def);
+std::uint64_t layer_bytes(const JsonReader& r, const std::string& key, std::optional<std::uint64_t> def = {}) {
+  const std::uint64_t v = def ? r.u64(key, *def) : r.u64(key);
   if (v > kMaxLayerBytes) r.fail(key, fmt::format("expected at most 2^40 = {}", kMaxLayerBytes));
   return v;
 }
@@ -309,8 +310,7 @@ LayerTable parse_layer_table(const Json& json, const std::string& what) {
     JsonReader l(layers[i], what, fmt::format("{}[{}]", r.where("layers"), i), 'c');
     TrainLayer layer;
     layer.name = l.string("name");
-    if (!l.has("parameters")) l.fail("parameters", "required field is missing");
-    layer.parameters = layer_bytes(l, "parameters", 0);
+    layer.parameters = layer_bytes(l, "parameters");
     layer.forward = parse_work(l.object("forward"));
     layer.input_grad = parse_work(l.object("input_grad"));
     layer.weight_grad = parse_work(l.object("weight_grad"));
