@@ -10,6 +10,7 @@
 #include "compiler/cost/roofline.h"
 #include "compiler/ir/workload_json.h"
 #include "sim/common/error.h"
+#include "sim/common/json_reader.h"
 #include "sim/results/results.h"
 #include "sim/simulate.h"
 
@@ -40,10 +41,8 @@ void set_input_values(ir::Workload& w, const std::string& path, bool functional)
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     throw Error(fmt::format("--inputs {}: not a regular file (expected a JSON file of input values)", path));
-  std::ifstream f(path);
-  if (!f) throw Error(fmt::format("{}: cannot open file", path));
-  const Json j = Json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error(fmt::format("{}: expected a JSON object {{\"input name\": [values], ...}}", path));
+  const Json j = read_json_file(path);  // a syntax error or a key given twice: named
+  if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object {{\"input name\": [values], ...}}", path));
   for (const auto& [name, vals] : j.items()) {
     if (!w.has_tensor(name) || w.tensor(name).role != ir::TensorRole::Input) {
       std::string names;

@@ -45,9 +45,8 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
   cmd->add_option("--hold-out-config", a.held_out_configs, "a config of the family sampled but never fitted: its error is "
                                                            "the held-out-config figure (repeatable)");
   cmd->add_option("--out", a.out, "write the calibration JSON here (docs/cost.md)")->check(::tessera::cli::writable_path())->required();
-  cmd->add_option("--ops", a.opt.classes, fmt::format("operator classes to calibrate, comma-separated (default: all of {})",
-                                                      fmt::join(cost::op_classes(), ",")))
-      ->delimiter(',');
+  cmd->add_option("--ops", a.ops_texts, fmt::format("operator classes to calibrate, comma-separated (default: all of {})",
+                                                      fmt::join(cost::op_classes(), ",")));
   cmd->add_option("--samples", a.opt.samples, "simulator runs in all, split evenly over the classes")->capture_default_str();
   cmd->add_option("--plans-per-shape", a.opt.plans_per_shape, "candidate plans run per sampled shape")
       ->check(::tessera::cli::positive())->capture_default_str();
@@ -56,7 +55,9 @@ void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a) {
   cmd->add_option("--csv", a.csv, "also write every sample (features, simulated and predicted cycles) as CSV")->check(::tessera::cli::writable_path());
 }
 
-int calibrate_cmd(const CalibrateArgs& a) {
+int calibrate_cmd(const CalibrateArgs& given) {
+  CalibrateArgs a = given;
+  if (!a.ops_texts.empty()) a.opt.classes = list_entries(a.ops_texts, "--ops");
   std::vector<sim::Config> cfgs;
   for (const auto& path : a.configs) cfgs.push_back(sim::load_config(path));
   for (const auto& path : a.held_out_configs) {

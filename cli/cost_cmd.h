@@ -13,7 +13,8 @@ namespace tessera::cli {
 struct CalibrateArgs {
   std::vector<std::string> configs, held_out_configs;  // --config (repeatable), --hold-out-config
   std::string out, csv;
-  cost::CalibrateOptions opt;  // --ops sets opt.classes
+  std::vector<std::string> ops_texts;  // --ops as given (comma-separated); calibrate_cmd sets opt.classes
+  cost::CalibrateOptions opt;
 };
 
 void add_calibrate_options(CLI::App* cmd, CalibrateArgs& a);

@@ -18,8 +18,7 @@ void add_traffic_options(CLI::App* cmd, TrafficArgs& a) {
   cmd->add_option("--model", a.model, "level of detail, overriding chip.mesh.model: packet or flit");
   cmd->add_option("--pattern", a.pattern, "uniform, transpose, bit-complement, neighbour or hotspot")
       ->capture_default_str();
-  cmd->add_option("--rate", a.rates, "injection rate(s) per node per cycle in --unit (comma-separated)")
-      ->delimiter(',');
+  cmd->add_option("--rate", a.rate_texts, "injection rate(s) per node per cycle in --unit (comma-separated)");
   cmd->add_option("--sweep", a.sweep, "N rates evenly spaced up to 1.2 x the channel-load bound "
                                       "(the default when no --rate is given: 12)")
       ->check(CLI::Range(1u, 1000u));
@@ -75,6 +74,7 @@ int traffic_cmd(TrafficArgs a) {
   if (a.unit != "packets" && a.unit != "flits")
     throw Error(fmt::format("--unit: unknown unit \"{}\" (expected packets or flits)", a.unit));
   a.spec.pattern = sim::parse_pattern(a.pattern);
+  for (const std::string& r : list_entries(a.rate_texts, "--rate")) a.rates.push_back(number_entry(r, "--rate"));
   // options that would otherwise be ignored
   if (!a.rates.empty() && a.sweep)
     throw Error("--sweep makes its own rates: it does not go with --rate");

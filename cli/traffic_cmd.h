@@ -9,7 +9,8 @@ namespace tessera::cli {
 
 struct TrafficArgs {
   std::string config, model, pattern = "uniform", unit = "packets";
-  std::vector<double> rates;
+  std::vector<std::string> rate_texts;  // --rate as given (comma-separated, repeatable)
+  std::vector<double> rates;            // parsed from it by traffic_cmd
   std::uint32_t sweep = 0;
   sim::TrafficSpec spec;
   bool hotspot_fraction_given = false;  // --hotspot-fraction given (it applies to --pattern hotspot only)

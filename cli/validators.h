@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "sim/common/error.h"
 
 namespace tessera::cli {
 
@@ -78,6 +81,35 @@ inline CLI::Validator writable_path() {
         return std::string();
       },
       "", "WRITABLE");
+}
+
+// The entries of a comma-separated option, which may also be repeated: CLI11's own splitting
+// drops an empty entry ("0.1,,0.2", a trailing comma) without a word, so the option takes its
+// text whole and this splits it, naming the option on an empty entry.
+inline std::vector<std::string> list_entries(const std::vector<std::string>& given, const std::string& option) {
+  std::vector<std::string> out;
+  for (const std::string& text : given) {
+    std::size_t begin = 0;
+    for (;;) {
+      const std::size_t end = text.find(',', begin);
+      const std::string entry = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+      if (entry.find_first_not_of(" \t") == std::string::npos)
+        throw Error(option + " " + text + ": an empty entry (expected comma-separated values, none empty)");
+      out.push_back(entry);
+      if (end == std::string::npos) break;
+      begin = end + 1;
+    }
+  }
+  return out;
+}
+
+// One entry of a list of numbers: the whole text a finite number.
+inline double number_entry(const std::string& entry, const std::string& option) {
+  char* end = nullptr;
+  const double v = std::strtod(entry.c_str(), &end);
+  const bool whole = end != entry.c_str() && std::string(end).find_first_not_of(" \t") == std::string::npos;
+  if (!whole || !std::isfinite(v)) throw Error(option + ": expected a finite number, got \"" + entry + "\"");
+  return v;
 }
 
 }  // namespace tessera::cli

@@ -228,6 +228,27 @@ def errors(out):
           N("Conv", ["xm", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
          [vi("x", [1, 3, 4, 4, 16])], [vi("y", [1, 8, 16, 16])],
          [ints("shape", [1, 3, 16, 16]), weight("w", 8, 3, 3, 3)])
+    # attributes the importer does not implement, one per node; a folded node's too
+    save(out, "attributes",
+         [N("AveragePool", ["x"], ["p"], name="avg_pad", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+            count_include_pad=1),
+          N("Relu", ["x2"], ["r"], name="relu_alpha", alpha=0.5),
+          N("Reshape", ["shape_in", "s2"], ["s3"], name="fold_flag", bogus=1),
+          N("Reshape", ["r", "s3"], ["y2"], name="use_fold")],
+         [vi("x", [1, 2, 4, 4]), vi("x2", [4, 8])], [vi("p", [1, 2, 4, 4]), vi("y2", [8, 4])],
+         [ints("shape_in", [8, 4]), ints("s2", [2])], check=False)
+    # a layer norm's epsilon other than 1e-5 goes into its expression (it was ignored)
+    save(out, "ln_eps",
+         [N("LayerNormalization", ["x", "g", "b"], ["y"], name="ln", axis=-1, epsilon=1e-12),
+          N("LayerNormalization", ["x", "g"], ["z"], name="ln_nob", axis=-1, epsilon=1e-6),
+          N("LayerNormalization", ["x", "g"], ["w"], name="ln_default", axis=-1)],
+         [vi("x", [4, 8])], [vi("y", [4, 8]), vi("z", [4, 8]), vi("w", [4, 8])], [weight("g", 8), weight("b", 8)])
+    # the same AveragePool without padding: count_include_pad changes nothing and is accepted
+    save(out, "avg_nopad",
+         [N("AveragePool", ["x"], ["p"], name="avg", kernel_shape=[2, 2], strides=[2, 2], count_include_pad=1)],
+         [vi("x", [1, 2, 4, 4])], [vi("p", [1, 2, 2, 2])], [])
+    save(out, "future_opset", [N("Relu", ["x"], ["y"], name="relu")],
+         [vi("x", [4, 16])], [vi("y", [4, 16])], [], check=False, opset=[helper.make_opsetid("", 999)])
     save(out, "resplit",
          [N("Reshape", ["x", "s6"], ["xm"], name="merge"),
           N("Reshape", ["xm", "s32"], ["xs"], name="split"),

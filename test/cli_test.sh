@@ -162,6 +162,10 @@ check "traffic CSV and PNG" "[ \$(wc -l < $tmp/tr.png.csv) -eq 3 ] && head -c 4 
 check "flit-level transpose runs" "[ $? -eq 0 ] && grep -q 'flit level' $tmp/out"
 "$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 1 >"$tmp/out" 2>"$tmp/err"
 check "injection rate 1 is an error" "[ $? -eq 1 ] && grep -q 'expected more than 0 and less than 1' $tmp/err"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01,,0.02 >"$tmp/out" 2>"$tmp/err"
+check "an empty --rate entry is an error (it was skipped)" "[ $? -eq 1 ] && grep -q -- '--rate 0.01,,0.02: an empty entry' $tmp/err"
+"$tessera" traffic --config "$src/configs/mesh-8x8.json" --rate 0.01x >"$tmp/out" 2>"$tmp/err"
+check "a --rate entry that is not a number is named" "[ $? -eq 1 ] && grep -q -- '--rate: expected a finite number, got \"0.01x\"' $tmp/err"
 "$tessera" traffic --config "$src/configs/mesh-10x12.json" --pattern bit-complement --rate 0.01 >"$tmp/out" 2>"$tmp/err"
 check "bit-complement on 120 cores is an error" "[ $? -eq 1 ] && grep -q 'power-of-two core count' $tmp/err"
 "$tessera" traffic --config "$src/configs/mesh-8x8.json" --model wormhole --rate 0.01 >"$tmp/out" 2>"$tmp/err"
@@ -272,6 +276,9 @@ check "sweep: a bad spec is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'bad
 printf 'config: &c [*c]\n' >"$tmp/alias.yaml"
 "$tessera" sweep "$tmp/alias.yaml" --out "$tmp/swE" --dry-run >"$tmp/out" 2>&1
 check "sweep: an alias that contains itself is a named error (a segfault before)" "[ $? -eq 1 ] && grep -q 'an alias that contains itself' $tmp/out"
+printf 'config: configs/mesh-8x8.json\naxes:\n  - pointer: /chip/cores\n    values: [64]\n    values: [16]\n' >"$tmp/dup.yaml"
+"$tessera" sweep "$tmp/dup.yaml" --out "$tmp/swG" --dry-run >"$tmp/out" 2>&1
+check "sweep: a YAML key given twice is a named error (the last was kept)" "[ $? -eq 1 ] && grep -q 'line 5: key \"values\" is given twice' $tmp/out"
 fi
 
 if want partition; then

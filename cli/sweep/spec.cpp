@@ -43,7 +43,14 @@ Json yaml_to_json(const YAML::Node& n, int depth, std::size_t& values) {
     }
     case YAML::NodeType::Map: {
       Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second, depth + 1, values);
+      for (const auto& kv : n) {
+        const std::string key = kv.first.as<std::string>();
+        // yaml-cpp keeps both; the JSON object would keep the last silently
+        if (o.contains(key))
+          throw ConfigError(fmt::format("line {}: key \"{}\" is given twice in one mapping (remove one)",
+                                        kv.first.Mark().line + 1, key));
+        o[key] = yaml_to_json(kv.second, depth + 1, values);
+      }
       return o;
     }
     case YAML::NodeType::Scalar: {

@@ -221,11 +221,20 @@ class Parser {
                          "layernorm)", n));
       }
       e.fn = it->second;
-      do e.inputs.push_back(access()); while (eat(","));
-      if (!eat(")")) fail("expected ',' or ')'");
+      do {
+        // layernorm's last argument may be its epsilon: `layernorm(X[..], G[e], B[e], 1e-6)`
+        if (e.fn == Fn::Layernorm && !e.inputs.empty() && peek_number()) {
+          const double eps = number();
+          if (!(eps > 0)) fail("layernorm's epsilon must be positive");
+          e.epsilon = eps;
+          break;
+        }
+        e.inputs.push_back(access());
+      } while (eat(","));
+      if (!eat(")")) fail(e.epsilon ? "expected ')' after layernorm's epsilon" : "expected ',' or ')'");
       std::size_t want_max = e.fn == Fn::Layernorm ? 3 : 1;
       if (e.inputs.size() > want_max || (e.fn == Fn::Layernorm && e.inputs.size() == 2))
-        fail(fmt::format("{} takes {}", n, e.fn == Fn::Layernorm ? "x, or x, gamma and beta" : "one tensor"));
+        fail(fmt::format("{} takes {}", n, e.fn == Fn::Layernorm ? "x, or x, gamma and beta (then an epsilon, 1e-5 if none)" : "one tensor"));
       return;
     }
     pos_ = save;

@@ -5,7 +5,8 @@
 //   Y[m,n] = X[m,n] + B[n]     Y[m,n] = relu(X[m,n])     Y[m,n] = X[m,n] * 0.125
 //   Y[m,n] = X[m,n] min 6      Y[m,n] = X[m,n] pow 2     Y[m,n] = sigmoid(X[m,n])  (tanh, erf, sqrt)
 //   S[m] += X[m,n]             S[m] max= X[m,n]          O[n,c] avg= I[n,c,h,w]
-//   Y[m,n] = softmax(X[m,n])   Y[m,n] = layernorm(X[m,n], G[n], B[n])   (along the last axis)
+//   Y[m,n] = softmax(X[m,n])   Y[m,n] = layernorm(X[m,n], G[n], B[n])   (along the last axis;
+//   a last numeric argument is the epsilon: layernorm(X[m,n], G[n], B[n], 1e-6))
 // An index is a sum of coeff*axis terms plus a constant; reads outside a tensor's bounds are
 // "absent" (zero in sums, skipped in max), which is how convolution and pooling padding works.
 #include <cstdint>
@@ -40,6 +41,9 @@ enum class Reduce { None, Sum, Max, Mean };  // '=', '+=', 'max=', 'avg='
 // Element-wise function or binary combination of the right-hand side.
 enum class Fn { Copy, Add, Sub, Mul, Div, Max, Relu, Gelu, Exp, Softmax, Layernorm, Min, Pow, Sigmoid, Tanh, Erf, Sqrt };
 
+// What layernorm adds to the variance when its expression names no epsilon (PyTorch's default).
+constexpr double kLayernormEpsilon = 1e-5;
+
 struct Expr {
   ExprKind kind = ExprKind::Elementwise;
   Access output;
@@ -48,6 +52,7 @@ struct Expr {
   std::vector<Access> inputs;        // 1 or 2 tensors (layernorm: x, and optionally gamma, beta)
   std::optional<double> scalar;      // X[..] * 0.125: the constant operand of a binary fn
   bool scalar_first = false;         // 2.0 - X[..]
+  std::optional<double> epsilon;     // layernorm's, when written (`layernorm(X[..], 1e-6)`); else kLayernormEpsilon
   std::string text;                  // as written
 
   std::vector<std::string> output_axes() const;     // in output order

@@ -531,6 +531,21 @@ std::int64_t to_int64(double x) {
 
 std::int64_t Dense::elements() const { return static_cast<std::int64_t>(v.size()); }
 
+std::vector<std::string> fold_attributes(const std::string& t, std::int64_t opset) {
+  // as fold_node() reads them: Slice's bounds, Squeeze's axes and Split's sizes moved to inputs
+  if (t == "Shape") return {"start", "end"};
+  if (t == "Gather" || t == "Concat" || t == "Flatten") return {"axis"};
+  if (t == "Slice") return opset < 10 ? std::vector<std::string>{"starts", "ends", "axes"} : std::vector<std::string>{};
+  if (t == "Unsqueeze" || t == "Squeeze") return opset < 13 ? std::vector<std::string>{"axes"} : std::vector<std::string>{};
+  if (t == "Split") return opset < 13 ? std::vector<std::string>{"axis", "split"} : std::vector<std::string>{"axis"};
+  if (t == "Reshape") return {"allowzero"};
+  if (t == "Transpose") return {"perm"};
+  if (t == "Cast") return {"to"};
+  if (t == "ConstantOfShape") return {"value"};
+  if (t == "Mod") return {"fmod"};
+  return {};
+}
+
 bool foldable_op(const std::string& t) {
   static const std::set<std::string> ops = {
       "Shape", "Size", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose",

@@ -39,6 +39,8 @@ std::int64_t to_int64(double x);
 
 // The ops fold_node() evaluates (when all their inputs are known).
 bool foldable_op(const std::string& op_type);
+// The attributes fold_node() reads for an op at an opset; any other is not implemented there.
+std::vector<std::string> fold_attributes(const std::string& op_type, std::int64_t opset);
 
 // Evaluates `node` on known inputs (an empty optional for an absent optional input). Returns the
 // outputs, or throws tessera::Error with a message that names what is wrong (without the node,

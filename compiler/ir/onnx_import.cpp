@@ -16,6 +16,7 @@
 // (each boundary's size divides the next one's); otherwise it is an error.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -45,6 +46,17 @@ const char* kSupported =
     "Reciprocal, ReduceMax, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, "
     "Sub, Sum, Tanh, Transpose, Unsqueeze, Where (constant condition), and on constants also Shape, Size, Range, "
     "ConstantOfShape, Equal, Less, Greater, And, Or, Not, Mod, Tile, ScatterND (docs/onnx.md)";
+
+// Attributes that only matter while training (or for number formats the importer has not got):
+// an inference import may ignore them whatever their value.
+bool no_effect_on_inference(const std::string& op, const std::string& attr) {
+  if (op == "Dropout") return attr == "seed" || attr == "ratio" || attr == "is_test";
+  if (op == "BatchNormalization") return attr == "momentum";
+  if (op == "Cast") return attr == "saturate";  // float8 conversions only
+  return false;
+}
+
+constexpr std::int64_t kMaxOpset = 21;
 
 std::int64_t product(const Shape& s) {
   std::int64_t p = 1;
@@ -323,6 +335,12 @@ class Importer {
     for (const auto& o : model_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = std::max<std::int64_t>(opset_, o.version());
     if (opset_ == 0) opset_ = 1;
+    // Operators keep their meaning across opsets only as far as the importer was written for:
+    // its opset-dependent forms (inputs that were attributes) go to 18, and 19-21 added types and
+    // attributes, which the attribute check names. A later opset may change an operator's meaning.
+    if (opset_ > kMaxOpset)
+      fail(fmt::format("opset {} of the default domain is newer than the importer knows (at most {}); re-export the "
+                       "model with an older opset (torch.onnx.export(..., opset_version=17))", opset_, kMaxOpset));
   }
 
   void declare_input(const onnx::ValueInfoProto& in) {
@@ -463,7 +481,10 @@ class Importer {
   }
 
   // ---- attributes -----------------------------------------------------------------------------
+  // Every attribute a handler asks for is noted: an attribute of the node nobody asked for would
+  // be ignored, and the model computed as if it had its default (check_attributes()).
   const onnx::AttributeProto* attr(const std::string& n) const {
+    attrs_read_.push_back(n);
     for (const auto& a : node_->attribute())
       if (a.name() == n) return &a;
     return nullptr;
@@ -951,11 +972,32 @@ class Importer {
     return ix;
   }
 
+  // An attribute of the node outside `known` (those its operator's handler read, or for a folded
+  // node those fold_node() reads) is not implemented: a newer opset's option, a typo, a mode
+  // there is no code for. Ignoring it would compute something else than the model says.
+  void check_attributes(const std::vector<std::string>& known) const {
+    for (const auto& a : node_->attribute()) {
+      if (std::find(known.begin(), known.end(), a.name()) != known.end()) continue;
+      if (no_effect_on_inference(node_->op_type(), a.name())) continue;
+      std::vector<std::string> listed;
+      for (const auto& k : known)
+        if (std::find(listed.begin(), listed.end(), k) == listed.end()) listed.push_back(k);
+      fail_node(fmt::format("attribute '{}' is not supported ({})", a.name(),
+                            listed.empty() ? "the importer reads no attribute of " + node_->op_type()
+                                           : fmt::format("the importer reads {}", fmt::join(listed, ", "))));
+    }
+  }
+
   // ---- constant folding -------------------------------------------------------------------------
   void import_node() {
     outputs_supported_ = 1;
-    if (fold()) return;
+    attrs_read_.clear();
+    if (fold()) {
+      check_attributes(fold_attributes(node_->op_type(), opset_));
+      return;
+    }
     convert();
+    check_attributes(attrs_read_);
     for (int k = outputs_supported_; k < node_->output_size(); ++k)
       if (!node_->output(k).empty())
         unavailable_[node_->output(k)] = fmt::format("output {} of node '{}' ({}), which the importer does not compute",
@@ -2076,6 +2118,14 @@ class Importer {
     for (auto k : *ks)
       if (k < 1) fail_node("kernel_shape must be positive");
     Window win = window(sx, *ks, true);
+    // avg= divides by the window's elements inside the input (sim/functional/data.cpp), which
+    // is count_include_pad 0; with 1 a window over padding divides by the whole kernel
+    if (!is_max && attr_int("count_include_pad", 0) != 0)
+      for (std::size_t i = 0; i < ks->size(); ++i)
+        if (win.pad_begin[i] > 0 || (win.out[i] - 1) * win.strides[i] - win.pad_begin[i] + (*ks)[i] > sx[2 + i])
+          fail_node("count_include_pad 1 with windows over padding is not supported (padded positions are not "
+                    "counted: count_include_pad 0, or no padding)");
+    if (is_max) attr("storage_order");  // orders the Indices output only, which is not computed
     Shape out{sx[0], sx[1]};
     out.insert(out.end(), win.out.begin(), win.out.end());
     OpBuild b = start(op_name(), output(), output(), out);
@@ -2124,13 +2174,20 @@ class Importer {
     if (norm_axis(axis_attr, sx.size(), "axis") != static_cast<std::int64_t>(sx.size()) - 1)
       fail_node(fmt::format("axis {} normalizes more than the last axis of the rank-{} input; only the last axis is "
                             "supported", axis_attr, sx.size()));
+    // The expression's epsilon, written only when it is not the default, as the shortest text
+    // of the float ONNX stores (1e-6 arrives as 9.99999997e-07 and is written 1e-06)
+    const double eps = attr_float("epsilon", kLayernormEpsilon);
+    if (!(eps > 0) || !std::isfinite(eps)) fail_node(fmt::format("epsilon {}: expected a positive number", eps));
+    const std::string eps_arg = std::abs(eps - kLayernormEpsilon) <= kLayernormEpsilon * 1e-6
+                                    ? ""
+                                    : fmt::format(", {}", static_cast<float>(eps));
     const Shape want{sx.back()};
     if (value(scale).shape != want) fail_node(fmt::format("Scale must be {}, got {}", shape_str(want), shape_str(value(scale).shape)));
     if (!bias.empty() && value(bias).shape != want)
       fail_node(fmt::format("B must be {}, got {}", shape_str(want), shape_str(value(bias).shape)));
     if (!bias.empty()) {
       OpBuild b = start(op_name(), output(), output(), sx);
-      b.rhs = "layernorm({0}, {1}, {2})";
+      b.rhs = "layernorm({0}, {1}, {2}" + eps_arg + ")";
       b.norm_last = true;
       b.in.push_back({x, plain_idx(b.out_axes)});
       b.in.push_back({scale, {plain(b.out_axes.back())}});
@@ -2140,7 +2197,7 @@ class Importer {
     }
     // layernorm(x) * Scale: the expression language's layernorm takes gamma and beta together.
     const std::string key = internal_key(output() + ".norm");
-    unary(op_name(), x, key, output() + ".norm", "layernorm({0})", true);
+    unary(op_name(), x, key, output() + ".norm", "layernorm({0}" + eps_arg + ")", true);
     OpBuild b = start(op_name(".scale"), output(), output(), sx);
     b.rhs = "{0} * {1}";
     b.in.push_back({key, plain_idx(b.out_axes)});
@@ -2186,6 +2243,7 @@ class Importer {
     onnx::TensorProto t;
     if (node_->attribute_size() != 1) fail_node("expects exactly one value attribute");
     const auto& a = node_->attribute(0);
+    attrs_read_.push_back(a.name());  // checked below: an unknown one is an error there
     if (a.name() == "value") {
       t = a.t();
     } else if (a.name() == "value_float") {
@@ -2317,6 +2375,7 @@ class Importer {
   std::map<std::string, int> problem_ops_;
   onnx::ModelProto model_;
   std::int64_t opset_ = 0;
+  mutable std::vector<std::string> attrs_read_;  // attribute names the current node's handler asked for
   Workload wl_;
   std::map<std::string, Value> values_;
   std::map<std::string, Shape> empty_;  // values with no elements (empty slices)

@@ -10,8 +10,11 @@ namespace tessera {
 
 using Json = nlohmann::json;
 
-// Reads a JSON file; a missing file or a syntax error becomes an Error naming the file.
+// Reads a JSON file; a missing file, a syntax error or a key given twice in one object becomes
+// an Error naming the file (and the key's path).
 Json read_json_file(const std::string& path);
+// The same for text already read; `what` names its source in errors.
+Json parse_json_text(const std::string& text, const std::string& what);
 
 class JsonReader {
  public:

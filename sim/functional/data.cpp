@@ -263,7 +263,7 @@ void evaluate(const ir::Expr& e, const std::vector<std::pair<std::int64_t, std::
         mean /= static_cast<double>(row.size());
         for (float x : row) var += (x - mean) * (x - mean);
         var /= static_cast<double>(row.size());
-        const double inv = 1.0 / std::sqrt(var + 1e-5);
+        const double inv = 1.0 / std::sqrt(var + e.epsilon.value_or(ir::kLayernormEpsilon));
         for (std::size_t i = 0; i < row.size(); ++i) res[i] = static_cast<float>((row[i] - mean) * inv);
       }
       std::size_t i = 0;

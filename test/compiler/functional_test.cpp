@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/compile.h"
+#include "compiler/lower/lower.h"
 #include "sim/simulate.h"
 #include "test/support.h"
 
@@ -84,6 +85,24 @@ TEST_CASE("functional: a weight two operators read at different constant indices
   w.add_op("add2", "Y[a,b] = T[a,b] + S1[a,b]");
   w.finalize();
   for (const char* planner : {"t10", "vgm"}) CHECK(compile_and_check(w, small_chip(8, 65536), planner).max_error < 1e-6);
+}
+
+TEST_CASE("functional: layernorm adds the epsilon its expression names", "[functional]") {
+  // rows [1, 3] (mean 2, variance 1) and [0, 4] (mean 2, variance 4) with epsilon 1:
+  // (x - 2) / sqrt(1 + 1) = -+0.70711 and (x - 2) / sqrt(4 + 1) = -+0.89443 (with 1e-5: -+1)
+  ir::Workload w;
+  w.name = "ln-eps";
+  w.add_tensor("X", {2, 2}, ir::TensorRole::Input);
+  w.add_op("ln", "Y[a,b] = layernorm(X[a,b], 1)");
+  w.finalize();
+  w.tensor_mut("X").values = {1, 3, 0, 4};
+  const auto ref = lower::reference_outputs(w).at("Y");
+  REQUIRE(ref.size() == 4);
+  CHECK(ref[0] == Approx(-0.707107).epsilon(1e-5));
+  CHECK(ref[1] == Approx(0.707107).epsilon(1e-5));
+  CHECK(ref[2] == Approx(-0.894427).epsilon(1e-5));
+  CHECK(ref[3] == Approx(0.894427).epsilon(1e-5));
+  for (const char* planner : {"t10", "vgm"}) CHECK(compile_and_check(w, small_chip(4, 4096), planner).max_error < 1e-6);
 }
 
 TEST_CASE("Compiled matmul chain equals the reference, both planners", "[functional]") {

@@ -108,7 +108,11 @@ def models():
             ("gru_bidirectional", Recurrent("GRU", input_size=6, hidden_size=8, bidirectional=True), torch.randn(5, 2, 6)),
             ("rnn_batch_first_relu", Recurrent("RNN", input_size=6, hidden_size=8, batch_first=True, nonlinearity="relu"),
              torch.randn(2, 5, 6)),
-            ("lstm_bidirectional_with_state", LSTMWithState(), torch.randn(5, 2, 6))]
+            ("lstm_bidirectional_with_state", LSTMWithState(), torch.randn(5, 2, 6)),
+            # an epsilon that matters (rows of variance about 0.1): the importer ignored it before
+            ("layernorm_eps", nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8, eps=0.5), nn.Linear(8, 4),
+                                            nn.LayerNorm(4, eps=0.25)),
+             0.3 * torch.randn(2, 3, 8))]
 
 
 def maxvit():

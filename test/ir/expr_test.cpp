@@ -134,6 +134,15 @@ TEST_CASE("expr: unary functions, softmax and layernorm", "[expr]") {
   CHECK(ln.inputs[1].str() == "G[e]");
   CHECK(ln.inputs[2].str() == "B[e]");
   CHECK(parse_expr("Y[b,s,e] = layernorm(X[b,s,e])").inputs.size() == 1);
+  CHECK(!ln.epsilon);
+  // a last numeric argument is the epsilon, with or without gamma and beta
+  const Expr lne = parse_expr("Y[b,s,e] = layernorm(X[b,s,e], G[e], B[e], 1e-12)");
+  CHECK(lne.inputs.size() == 3);
+  CHECK(lne.epsilon == 1e-12);
+  CHECK(parse_expr("Y[b,e] = layernorm(X[b,e], 0.5)").epsilon == 0.5);
+  CHECK_THROWS_WITH(parse_expr("Y[b,e] = layernorm(X[b,e], 0)"), Contains("layernorm's epsilon must be positive"));
+  CHECK_THROWS_WITH(parse_expr("Y[b,e] = layernorm(X[b,e], 1e-6, G[e])"), Contains("expected ')' after layernorm's epsilon"));
+  CHECK_THROWS_WITH(parse_expr("Y[b,e] = softmax(X[b,e], 1e-6)"), Contains("expected a name"));
   CHECK(std::string(kind_name(ExprKind::Layernorm)) == "layernorm");
   CHECK(std::string(fn_name(Fn::Gelu)) == "gelu");
 }

@@ -224,6 +224,38 @@ TEST_CASE("ONNX import errors name the file, the node and what is supported", "[
                         Contains("\n  node 'sm0' (Softmax): axis 0 is not the last axis") && !Contains("after_topk"));
 }
 
+TEST_CASE("ONNX attributes the importer does not read, and opsets past what it knows, are named errors", "[onnx]") {
+  // Before, each of these imported and computed as if the attribute had its default: the
+  // average pool divided a corner window by its 4 inputs inside the image, not by 9.
+  const std::string m = model("attributes");
+  CHECK_THROWS_WITH(import_onnx(m),
+                    StartsWith(m + ": 3 problems (1 AveragePool, 1 Relu, 1 Reshape)") &&
+                        Contains("node 'avg_pad' (AveragePool): count_include_pad 1 with windows over padding is not "
+                                 "supported") &&
+                        Contains("node 'relu_alpha' (Relu): attribute 'alpha' is not supported (the importer reads no "
+                                 "attribute of Relu)") &&
+                        Contains("node 'fold_flag' (Reshape): attribute 'bogus' is not supported (the importer reads "
+                                 "allowzero)") &&
+                        !Contains("use_fold"));
+  // without padding count_include_pad changes nothing: accepted, one averaging operator
+  const Workload w = import_onnx(model("avg_nopad"));
+  REQUIRE(w.ops().size() == 1);
+  CHECK(w.ops()[0].expr.text == "p[a0,a1,a2,a3] avg= x[a0,a1,2*a2+r0,2*a3+r1]");
+  // a layer norm's epsilon (ignored before: 1e-5 whatever the model said) is in its expression
+  // when it is not the default; the functional runs against PyTorch hold it (ViT-B/16: 1e-6)
+  const Workload ln = import_onnx(model("ln_eps"));
+  CHECK(op_texts(ln) == std::vector<std::string>{"y[a0,a1] = layernorm(x[a0,a1], g[a1], b[a1], 1e-12)",
+                                                 "z.norm[a0,a1] = layernorm(x[a0,a1], 1e-06)",
+                                                 "z[a0,a1] = z.norm[a0,a1] * g[a1]",
+                                                 "w.norm[a0,a1] = layernorm(x[a0,a1])",
+                                                 "w[a0,a1] = w.norm[a0,a1] * g[a1]"});
+  CHECK(ln.ops()[0].expr.epsilon == Approx(1e-12).epsilon(1e-6));
+  CHECK(!ln.ops()[3].expr.epsilon);
+  CHECK_THROWS_WITH(import_onnx(model("future_opset")),
+                    Contains("future_opset.onnx: opset 999 of the default domain is newer than the importer knows (at "
+                             "most 21)"));
+}
+
 TEST_CASE("ONNX recurrent layers are unrolled over the sequence; what the unroll does not take is named", "[onnx]") {
   // RNN, 2 steps, hidden 2, zero initial state: x_0 and x_1 sliced out (2 copies); step 0:
   // x W^T, + bias, tanh (3); step 1: x W^T, h R^T, their sum, + bias, tanh (5); Y: each step's

@@ -92,6 +92,31 @@ TEST_CASE("config and program files: missing or not JSON", "[bad-input]") {
   CHECK_THROWS_WITH(sim::load_config("/tmp"), Contains("/tmp: not a regular file"));
 }
 
+TEST_CASE("JSON files: a key given twice in one object is named with its path", "[bad-input]") {
+  // the parser keeps the last of the two silently: this config would run with 2 KiB of SRAM
+  Json c = test::exchange_config();
+  std::string text = c.dump();
+  const std::string key = "\"sram_bytes\":";
+  const auto at = text.find(key);
+  REQUIRE(at != std::string::npos);
+  text.insert(at, key + "2048,");
+  const std::string path = "/tmp/tessera-duplicate-key-test.json";
+  std::ofstream(path) << text;
+  CHECK_THROWS_WITH(sim::load_config(path),
+                    Contains(path + ": chip.core.sram_bytes: the key is given twice in one object"));
+  // inside an array the element is named; the same key in two different objects is fine
+  std::ofstream(path) << R"({"a": [{"x": 1}, {"x": 2, "y": {"z": 1}, "x": 3}], "b": {"x": 1}})";
+  CHECK_THROWS_WITH(read_json_file(path), Contains(path + ": a[1].x: the key is given twice"));
+  std::ofstream(path) << R"({"a": [{"x": 1}, {"x": 2, "y": {"x": 1}}], "x": {"x": 1}})";
+  CHECK(read_json_file(path)["a"][1]["y"]["x"] == 1);
+  // objects of many keys (past the linear search) too
+  std::string many = "{";
+  for (int i = 0; i < 40; ++i) many += "\"k" + std::to_string(i) + "\": 0, ";
+  std::ofstream(path) << many + "\"k7\": 1}";
+  CHECK_THROWS_WITH(read_json_file(path), Contains(path + ": k7: the key is given twice"));
+  std::remove(path.c_str());
+}
+
 TEST_CASE("program: structural errors name the core and item", "[bad-input]") {
   ProgramBuilder p;
   p.alloc(0, "buf", 64).send(0, 1, 64, "nope").alloc(1, "buf", 64).recv(1, 0, 64);
