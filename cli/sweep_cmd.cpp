@@ -61,6 +61,12 @@ int finish(const Store& store, const std::vector<Point>& points, bool interrupte
 }  // namespace
 
 int sweep_cmd(const SweepArgs& a) {
+  // options of the other backend would be ignored without a word
+  if (a.worker_chunks.empty() && a.backend != "slurm" && (a.chunk_points || !a.sbatch_args.empty()))
+    throw Error("--chunk-points and --sbatch-arg apply to --backend slurm; the local backend would ignore them");
+  if (a.worker_chunks.empty() && a.backend == "slurm" && a.jobs)
+    throw Error("--jobs applies to --backend local; on Slurm each array task runs its points on the CPUs sbatch gives "
+                "it (--sbatch-arg=--cpus-per-task=N)");
   const Spec spec = load_spec(a.spec);
   RunOptions ro;
   ro.tessera = self_executable();

@@ -279,6 +279,8 @@ check "sweep: an alias that contains itself is a named error (a segfault before)
 printf 'config: configs/mesh-8x8.json\naxes:\n  - pointer: /chip/cores\n    values: [64]\n    values: [16]\n' >"$tmp/dup.yaml"
 "$tessera" sweep "$tmp/dup.yaml" --out "$tmp/swG" --dry-run >"$tmp/out" 2>&1
 check "sweep: a YAML key given twice is a named error (the last was kept)" "[ $? -eq 1 ] && grep -q 'line 5: key \"values\" is given twice' $tmp/out"
+"$tessera" sweep "$src/workloads/sweeps/mesh-nerf.yaml" --out "$tmp/swH" --sbatch-arg=--partition=debug >"$tmp/out" 2>&1
+check "sweep: a Slurm option with the local backend is named (it was ignored)" "[ $? -eq 1 ] && grep -q -- '--chunk-points and --sbatch-arg apply to --backend slurm' $tmp/out"
 fi
 
 if want partition; then

@@ -48,7 +48,14 @@ class BinaryReader {
   bool next(Json& out) {
     unsigned char len[8];
     const int got = gzread(f_, len, sizeof len);
-    if (got == 0 && gzeof(f_)) return false;
+    if (got == 0 && gzeof(f_)) {
+      // every record read, but the stream has no end (its last bytes, the gzip trailer with the
+      // checksum, are missing): the file was cut short, and what it held is unchecked
+      int err = Z_OK;
+      gzerror(f_, &err);
+      if (err == Z_BUF_ERROR) fail("the file is cut short: its compressed stream ends without the gzip trailer");
+      return false;
+    }
     if (got != static_cast<int>(sizeof len)) fail("the file ends inside a record's length");
     std::uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = n << 8 | len[i];

@@ -119,6 +119,17 @@ TEST_CASE("program files: damaged binary files are named errors", "[program-file
     std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
   CHECK_THAT(load_error(cut, cfg), Catch::Contains(cut + ": "));
+  // only the gzip trailer (CRC and length, the last 8 bytes) cut: every record reads, and the
+  // file loaded as if whole
+  for (std::size_t drop : {1, 4, 8}) {
+    {
+      std::ifstream in(bin, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - drop);
+    }
+    CHECK_THAT(load_error(cut, cfg),
+               Catch::Contains("the file is cut short: its compressed stream ends without the gzip trailer"));
+  }
   // a gzip file that is not a program
   {
     sim::ProgramWriter w(cut, sim::ProgramFormat::Binary);
