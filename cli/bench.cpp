@@ -336,16 +336,14 @@ void bench_levels(const NocBenchOptions& o) {
   }
 }
 
-void bench_cross_chip(const NocBenchOptions& o) {
-  const sim::Config cfg = sim::load_config(o.chips_config);
-  const std::uint32_t cores = cfg.chip.cores;
-  fmt::print("cross-chip on {}: {} cores of chip 0 each send to their peer on chip 1 (the marginal rate "
-             "leaves out the fixed cost of elaborating {} cores)\n", cfg.name, cores, 2 * cores);
-  fmt::print("  {:>9} {:>16} {:>16} {:>18} {:>10} {:>10}\n", "message", "packet-hops/CPU-s", "marginal",
-             "sim cycles/CPU-s", "vs bound", "peak RSS");
-  double last_cpu = 0, last_hops = 0;
-  for (Bytes kib : {16, 32, 64, 128}) {
-    const sim::Program prog = sim::parse_program(cross_chip_program(cores, kib * 1024), "bench cross-chip", cfg);
+// One cross-chip run in a child process (its own peak RSS), the least CPU time of `repeats`.
+struct CrossChipRun {
+  double cpu = 0, hops = 0, cycles = 0, rss_mib = 0;
+};
+CrossChipRun cross_chip_run(const sim::Config& cfg, std::uint32_t cores, Bytes bytes, int repeats) {
+  const sim::Program prog = sim::parse_program(cross_chip_program(cores, bytes), "bench cross-chip", cfg);
+  CrossChipRun best;
+  for (int i = 0; i < repeats; ++i) {
     const Json out = sim::run_isolated([&]() -> Json {
       sim::SimOptions so;
       so.in_process = true;
@@ -354,14 +352,33 @@ void bench_cross_chip(const NocBenchOptions& o) {
       return {{"cpu", r.host_cpu_seconds}, {"hops", r.results["network_hops"]}, {"cycles", r.results["total_cycles"]},
               {"rss", peak_rss_mib()}};
     });
-    const double cpu = std::max(1e-9, out["cpu"].get<double>()), hops = out["hops"].get<double>();
+    const double cpu = std::max(1e-9, out["cpu"].get<double>());
+    if (i == 0 || cpu < best.cpu) best = {cpu, out["hops"].get<double>(), out["cycles"].get<double>(), out["rss"].get<double>()};
+  }
+  return best;
+}
+
+// Each size's packet-hops over its CPU time, and over the CPU time past a run of one packet per
+// core (what elaborating 2,944 cores and starting them costs, whatever the size): the network's
+// own rate, which "nothing superlinear" wants flat across sizes. Each run is the best of three (a
+// 16 KiB run is tens of milliseconds).
+void bench_cross_chip(const NocBenchOptions& o) {
+  const sim::Config cfg = sim::load_config(o.chips_config);
+  const std::uint32_t cores = cfg.chip.cores;
+  constexpr int kRepeats = 3;
+  const CrossChipRun base = cross_chip_run(cfg, cores, cfg.system.packet_bytes, kRepeats);
+  fmt::print("cross-chip on {}: {} cores of chip 0 each send to their peer on chip 1; a run of one {}-byte packet per "
+             "core takes {:.3f} CPU-s ({:.0f} packet-hops): the fixed cost of elaborating and starting {} cores\n",
+             cfg.name, cores, cfg.system.packet_bytes, base.cpu, base.hops, 2 * cores);
+  fmt::print("  {:>9} {:>16} {:>16} {:>18} {:>10} {:>10}\n", "message", "packet-hops/CPU-s", "past fixed cost",
+             "sim cycles/CPU-s", "vs bound", "peak RSS");
+  for (Bytes kib : {16, 32, 64, 128}) {
+    const CrossChipRun r = cross_chip_run(cfg, cores, kib * 1024, kRepeats);
     const double bound = double(cores) * double(kib * 1024) / cfg.system.dimensions.at(0).bytes_per_cycle();
-    const std::string marginal =
-        last_cpu > 0 && cpu > last_cpu ? fmt::format("{:.3e}", (hops - last_hops) / (cpu - last_cpu)) : "-";
-    fmt::print("  {:>6} KiB {:>16.3e} {:>16} {:>18.3e} {:>9.3f}x {:>7.1f} MiB\n", kib, hops / cpu, marginal,
-               out["cycles"].get<double>() / cpu, out["cycles"].get<double>() / bound, out["rss"].get<double>());
-    last_cpu = cpu;
-    last_hops = hops;
+    const std::string past =
+        r.cpu > base.cpu ? fmt::format("{:.3e}", (r.hops - base.hops) / (r.cpu - base.cpu)) : "-";
+    fmt::print("  {:>6} KiB {:>16.3e} {:>16} {:>18.3e} {:>9.3f}x {:>7.1f} MiB\n", kib, r.hops / r.cpu, past,
+               r.cycles / r.cpu, r.cycles / bound, r.rss_mib);
   }
 }
 
