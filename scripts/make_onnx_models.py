@@ -243,6 +243,15 @@ def errors(out):
           N("LayerNormalization", ["x", "g"], ["z"], name="ln_nob", axis=-1, epsilon=1e-6),
           N("LayerNormalization", ["x", "g"], ["w"], name="ln_default", axis=-1)],
          [vi("x", [4, 8])], [vi("y", [4, 8]), vi("z", [4, 8]), vi("w", [4, 8])], [weight("g", 8), weight("b", 8)])
+    # inputs the importer does not read; Dropout in training mode that drops, and one that cannot
+    save(out, "inputs",
+         [N("MatMul", ["x2", "w", "w"], ["m"], name="matmul_three"),
+          N("Dropout", ["x2", "r3", "on"], ["d1"], name="drop_train"),
+          N("Dropout", ["x2", "r0", "on"], ["d0"], name="drop_zero"),
+          N("Relu", ["d0"], ["d0r"], name="after_zero")],
+         [vi("x2", [4, 8])], [vi("m", [4, 8]), vi("d1", [4, 8]), vi("d0r", [4, 8])],
+         [weight("w", 8, 8), scalar("r3", 0.3), scalar("r0", 0.0),
+          numpy_helper.from_array(np.array(True), "on")], check=False)
     # the same AveragePool without padding: count_include_pad changes nothing and is accepted
     save(out, "avg_nopad",
          [N("AveragePool", ["x"], ["p"], name="avg", kernel_shape=[2, 2], strides=[2, 2], count_include_pad=1)],

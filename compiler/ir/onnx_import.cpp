@@ -467,8 +467,10 @@ class Importer {
     fail_node(fmt::format("input '{}' is not a graph input, an initializer, or an output of an earlier node", name));
   }
 
+  // Inputs are noted as attributes are: one the handler never asked for would be ignored.
   const std::string& input(int k) const {
     static const std::string none;
+    if (k >= 0 && k < 64) inputs_read_ |= std::uint64_t{1} << k;
     return k < node_->input_size() ? node_->input(k) : none;
   }
   const std::string& output(int k = 0) const {
@@ -988,6 +990,17 @@ class Importer {
     }
   }
 
+  // A given input (not an empty name) its handler never asked for: an optional operand the
+  // importer has no code for (Dropout's training_mode, a future opset's new input).
+  void check_inputs() const {
+    for (int k = 0; k < node_->input_size(); ++k) {
+      if (node_->input(k).empty() || (k < 64 && (inputs_read_ >> k & 1))) continue;
+      fail_node(fmt::format("input {} ('{}') is not supported: the importer reads {} input{} of {}", k, node_->input(k),
+                            __builtin_popcountll(inputs_read_), __builtin_popcountll(inputs_read_) == 1 ? "" : "s",
+                            node_->op_type()));
+    }
+  }
+
   // ---- constant folding -------------------------------------------------------------------------
   void import_node() {
     outputs_supported_ = 1;
@@ -996,8 +1009,10 @@ class Importer {
       check_attributes(fold_attributes(node_->op_type(), opset_));
       return;
     }
+    inputs_read_ = 0;
     convert();
     check_attributes(attrs_read_);
+    check_inputs();
     for (int k = outputs_supported_; k < node_->output_size(); ++k)
       if (!node_->output(k).empty())
         unavailable_[node_->output(k)] = fmt::format("output {} of node '{}' ({}), which the importer does not compute",
@@ -1128,6 +1143,15 @@ class Importer {
     } else if (t == "Squeeze" || t == "Unsqueeze") {
       squeeze(t == "Unsqueeze");
     } else if (t == "Identity" || t == "Dropout") {
+      // Dropout passes its input on in inference, and in training with a ratio of 0 (Swin's
+      // attention exports training_mode true with ratio 0); otherwise it would drop values
+      if (t == "Dropout" && !input(2).empty() && scalar_const(input(2)).value_or(1) != 0) {
+        const double ratio = input(1).empty() ? 0.5 : scalar_const(input(1)).value_or(NAN);
+        if (ratio != 0)
+          fail_node(fmt::format("training_mode is true (or not a constant) with ratio {}: dropout that drops values is "
+                                "not supported (export the model in eval mode)", ratio));
+      }
+      if (t == "Dropout") input(1);  // the ratio: no effect unless training, checked above
       if (const auto* c = constant(need_input(0)); c && !values_.count(need_input(0))) consts_[output()] = c;
       else values_[output()] = value(need_input(0));
     } else {
@@ -2376,6 +2400,7 @@ class Importer {
   onnx::ModelProto model_;
   std::int64_t opset_ = 0;
   mutable std::vector<std::string> attrs_read_;  // attribute names the current node's handler asked for
+  mutable std::uint64_t inputs_read_ = 0;        // bit k: the handler asked for input k
   Workload wl_;
   std::map<std::string, Value> values_;
   std::map<std::string, Shape> empty_;  // values with no elements (empty slices)

@@ -237,6 +237,16 @@ TEST_CASE("ONNX attributes the importer does not read, and opsets past what it k
                         Contains("node 'fold_flag' (Reshape): attribute 'bogus' is not supported (the importer reads "
                                  "allowzero)") &&
                         !Contains("use_fold"));
+  // inputs no handler reads are named the same way; Dropout in training mode passes X on only
+  // with a ratio of 0 (Swin's attention exports it so)
+  const std::string in = model("inputs");
+  CHECK_THROWS_WITH(import_onnx(in),
+                    StartsWith(in + ": 2 problems (1 Dropout, 1 MatMul)") &&
+                        Contains("node 'matmul_three' (MatMul): input 2 ('w') is not supported: the importer reads 2 "
+                                 "inputs of MatMul") &&
+                        Contains("node 'drop_train' (Dropout): training_mode is true (or not a constant) with ratio "
+                                 "0.3") &&
+                        !Contains("drop_zero"));
   // without padding count_include_pad changes nothing: accepted, one averaging operator
   const Workload w = import_onnx(model("avg_nopad"));
   REQUIRE(w.ops().size() == 1);
