@@ -991,7 +991,7 @@ class Importer {
   }
 
   // A given input (not an empty name) its handler never asked for: an optional operand the
-  // importer has no code for (Dropout's training_mode, a future opset's new input).
+  // importer has no code for (a third operand given to MatMul, a future opset's new input).
   void check_inputs() const {
     for (int k = 0; k < node_->input_size(); ++k) {
       if (node_->input(k).empty() || (k < 64 && (inputs_read_ >> k & 1))) continue;

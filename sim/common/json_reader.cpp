@@ -68,7 +68,8 @@ class StrictDom : public nlohmann::json_sax<Json> {
     }
     auto [it, added] = top.get_ref<Json::object_t&>().emplace(key_, Json(std::forward<V>(v)));
     if (!added) {
-      duplicate_ = path() + (path().empty() ? "" : ".") + key_;
+      const std::string at = path();
+      duplicate_ = at + (at.empty() ? "" : ".") + key_;
       return nullptr;
     }
     return &it->second;
