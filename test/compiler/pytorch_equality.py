@@ -90,6 +90,25 @@ class LSTMWithState(nn.Module):
         return self.layer(x, (self.h0, self.c0))[0]
 
 
+class Assorted(nn.Module):
+    """Operators the other models do not reach, in one small network: grouped convolution,
+    HardSwish, both AvgPool padding modes (count_include_pad exports as a Pad before the pool),
+    SiLU, tanh-approximated GELU, Hardsigmoid, a clamp, BatchNorm with its own epsilon."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, padding=1, groups=2)
+        self.pool_in, self.pool_ex = nn.AvgPool2d(3, 1, 1), nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+        self.fc = nn.Linear(8 * 6 * 6, 16)
+        self.bn = nn.BatchNorm1d(16, eps=0.3)
+
+    def forward(self, x):
+        x = nn.functional.hardswish(self.conv(x))
+        x = torch.flatten(self.pool_in(x) + self.pool_ex(x), 1)
+        x = nn.functional.gelu(nn.functional.silu(self.fc(x)), approximate="tanh")
+        return torch.clamp(self.bn(nn.functional.hardsigmoid(x)), -0.4, 0.6)
+
+
 def models():
     torch.manual_seed(1)
     cnn = CNN()
@@ -109,6 +128,7 @@ def models():
             ("rnn_batch_first_relu", Recurrent("RNN", input_size=6, hidden_size=8, batch_first=True, nonlinearity="relu"),
              torch.randn(2, 5, 6)),
             ("lstm_bidirectional_with_state", LSTMWithState(), torch.randn(5, 2, 6)),
+            ("assorted_ops", Assorted(), torch.randn(2, 4, 6, 6)),
             # an epsilon that matters (rows of variance about 0.1): the importer ignored it before
             ("layernorm_eps", nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8, eps=0.5), nn.Linear(8, 4),
                                             nn.LayerNorm(4, eps=0.25)),
