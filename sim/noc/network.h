@@ -7,6 +7,7 @@
 // half a cycle later, once every core has issued what it issues at t, whatever order the kernel
 // ran them in. Same-cycle messages enter in source-core order. What the transport decides at t
 // (a send done, a message delivered) lies at t + 1 or later and is notified for that cycle.
+// Cycles before the kernel's next other activity are processed in one wake-up (step()).
 #include <absl/container/flat_hash_map.h>
 
 #include <memory>
