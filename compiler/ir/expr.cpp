@@ -223,7 +223,9 @@ class Parser {
       e.fn = it->second;
       do {
         // layernorm's last argument may be its epsilon: `layernorm(X[..], G[e], B[e], 1e-6)`
-        if (e.fn == Fn::Layernorm && !e.inputs.empty() && peek_number()) {
+        skip();
+        const bool minus = pos_ < s_.size() && s_[pos_] == '-';
+        if (e.fn == Fn::Layernorm && !e.inputs.empty() && (peek_number() || minus)) {
           const double eps = number();
           if (!(eps > 0)) fail("layernorm's epsilon must be positive");
           e.epsilon = eps;

@@ -141,6 +141,7 @@ TEST_CASE("expr: unary functions, softmax and layernorm", "[expr]") {
   CHECK(lne.epsilon == 1e-12);
   CHECK(parse_expr("Y[b,e] = layernorm(X[b,e], 0.5)").epsilon == 0.5);
   CHECK_THROWS_WITH(parse_expr("Y[b,e] = layernorm(X[b,e], 0)"), Contains("layernorm's epsilon must be positive"));
+  CHECK_THROWS_WITH(parse_expr("Y[b,e] = layernorm(X[b,e], -1e-6)"), Contains("layernorm's epsilon must be positive"));
   CHECK_THROWS_WITH(parse_expr("Y[b,e] = layernorm(X[b,e], 1e-6, G[e])"), Contains("expected ')' after layernorm's epsilon"));
   CHECK_THROWS_WITH(parse_expr("Y[b,e] = softmax(X[b,e], 1e-6)"), Contains("expected a name"));
   CHECK(std::string(kind_name(ExprKind::Layernorm)) == "layernorm");
