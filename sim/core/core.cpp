@@ -65,6 +65,7 @@ void Core::run() {
   } catch (const std::exception& e) {
     status_.error = e.what();
     status_.simulation_error = dynamic_cast<const SimulationError*>(&e) != nullptr;
+    status_.failed_core = index_;  // System names the item it failed in
     sc_core::sc_stop();
   }
 }

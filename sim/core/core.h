@@ -39,6 +39,7 @@ struct FunctionalContext {
 struct RunStatus {
   std::string error;
   bool simulation_error = false;
+  std::size_t failed_core = ~std::size_t{0};  // index in Program::cores of the core that failed
 };
 
 // Where cores report the stretches of their programs between the program's global barriers

@@ -58,8 +58,16 @@ std::vector<ChannelStats*> System::channels() const {
 
 void System::check_finished() const {
   if (!status_.error.empty()) {
-    if (status_.simulation_error) throw SimulationError(status_.error);
-    throw Error(status_.error);
+    // the item the core failed in, unless the message names it already (a message whose sizes
+    // disagree, a DMA handle reused, a functional-mode fault said only which core)
+    std::string msg = status_.error;
+    if (status_.failed_core < cores_.size()) {
+      const Core& c = *cores_[status_.failed_core];
+      const std::string where = item_location(prog_, c.program(), c.current());
+      if (msg.find(where.substr(0, where.find(" (operator"))) == std::string::npos) msg += " (at " + where + ")";
+    }
+    if (status_.simulation_error) throw SimulationError(msg);
+    throw Error(msg);
   }
   std::string blocked;
   std::size_t count = 0;

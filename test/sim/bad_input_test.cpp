@@ -242,5 +242,6 @@ TEST_CASE("program: message sizes are checked in order at run time", "[bad-input
   p.alloc(0, "buf", 256).send(0, 1, 100).send(0, 1, 200);
   p.alloc(1, "buf", 256).recv(1, 0, 200).recv(1, 0, 100);
   CHECK_THAT(error_of<SimulationError>([&] { test::run(test::exchange_config(), p.json()); }),
-             Catch::Matchers::Contains("core 1 posted a recv of 200 bytes from core 0, but the matching send carries 100 bytes"));
+             Catch::Matchers::Contains("core 1 posted a recv of 200 bytes from core 0, but the matching send carries 100 bytes") &&
+                 Catch::Matchers::Contains("100 bytes (at cores[1].items[1])"));  // its second item, after the alloc
 }
