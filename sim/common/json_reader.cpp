@@ -139,7 +139,10 @@ void JsonReader::fail(const std::string& key, const std::string& message) const 
   throw_error(kind_, fmt::format("{}: {}: {}", what_, where(key), message));
 }
 
-bool JsonReader::has(const std::string& key) const { return obj_.contains(key); }
+bool JsonReader::has(const std::string& key) const {
+  asked_.insert(key);  // an optional field: known here even when the file leaves it out
+  return obj_.contains(key);
+}
 
 const Json& JsonReader::value(const std::string& key) const {
   read_.insert(key);
@@ -205,8 +208,10 @@ void JsonReader::reject_unknown_keys() const {
   for (auto it = obj_.begin(); it != obj_.end(); ++it)
     if (!read_.count(it.key())) unknown += (unknown.empty() ? "" : ", ") + where(it.key());
   if (unknown.empty()) return;
+  std::set<std::string> all = read_;  // the fields read, and the optional ones asked about
+  all.insert(asked_.begin(), asked_.end());
   std::string known;
-  for (const auto& k : read_) known += (known.empty() ? "" : ", ") + k;
+  for (const auto& k : all) known += (known.empty() ? "" : ", ") + k;
   throw_error(kind_, fmt::format("{}: unknown field(s) {} (known here: {})", what_, unknown, known));
 }
 

@@ -22,7 +22,8 @@ class JsonReader {
   // `error_kind` chooses the exception type: 'c' ConfigError, 'p' ProgramError.
   JsonReader(const Json& obj, std::string what, std::string path, char error_kind);
 
-  bool has(const std::string& key) const;
+  bool has(const std::string& key) const;  // an optional field: listed as known in unknown-key errors
+  bool present(const std::string& key) const { return obj_.contains(key); }  // not listed (an obsolete key)
   std::uint64_t u64(const std::string& key) const;
   std::uint64_t u64(const std::string& key, std::uint64_t def) const;
   double positive(const std::string& key) const;  // > 0, integer or fraction
@@ -45,6 +46,7 @@ class JsonReader {
   std::string path_;
   char kind_;
   mutable std::set<std::string> read_;
+  mutable std::set<std::string> asked_;  // keys has() was asked about: known here, read or not
 };
 
 [[noreturn]] void throw_error(char kind, const std::string& message);

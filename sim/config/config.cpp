@@ -282,7 +282,7 @@ void parse_system_flit_fields(const JsonReader& r, SystemConfig& s) {
 SystemConfig parse_system(const JsonReader& r) {
   SystemConfig s;
   for (const char* old : {"topology", "link_bytes_per_cycle", "link_latency_cycles"})
-    if (r.has(old))
+    if (r.present(old))  // a key of older configs: not listed among the known ones
       r.fail(old, "replaced by system.dimensions: a list of {\"kind\", \"size\", \"link_bytes_per_cycle\", "
                   "\"link_latency_cycles\", ...} (docs/config.md)");
   std::uint64_t product = 1;

@@ -32,6 +32,12 @@ TEST_CASE("config: unknown keys, missing fields, wrong types, inconsistent value
   Json c = test::exchange_config();
   c["chip"]["core"]["sram_byte"] = 1;
   CHECK_THAT(error_of<ConfigError>([&] { test::config(c); }), Contains("unknown field(s) chip.core.sram_byte"));
+  // the known fields listed include the optional ones the file leaves out (they were missing)
+  c = test::exchange_config();
+  c["system"]["afii"] = Json::object();
+  CHECK_THAT(error_of<ConfigError>([&] { test::config(c); }),
+             Contains("unknown field(s) system.afii (known here: ") && Contains("afi, ") && Contains("ace, ") &&
+                 Contains("npu") && !Contains("topology"));
   c = test::exchange_config();
   c["chip"]["core"].erase("sram_bytes");
   CHECK_THROWS_WITH(test::config(c), Contains("test config: chip.core.sram_bytes: required field is missing"));
