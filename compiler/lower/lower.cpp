@@ -47,6 +47,30 @@ void split(const Box& b, std::int64_t max_elems, std::vector<Box>& out) {
   }
 }
 
+// split()'s pieces of a box of `extent`, counted by their elements (times `mult`), in the
+// same recursion without making them.
+void split_counts(std::vector<std::int64_t> extent, std::int64_t max_elems, std::int64_t mult,
+                  std::map<std::int64_t, std::int64_t>& out) {
+  std::int64_t elems = 1;
+  for (auto e : extent) elems *= e;
+  if (elems <= max_elems) {
+    out[elems] += mult;
+    return;
+  }
+  std::size_t d = 0;
+  while (d < extent.size() && extent[d] == 1) ++d;
+  std::int64_t inner = 1;
+  for (std::size_t e = d + 1; e < extent.size(); ++e) inner *= extent[e];
+  const std::int64_t rows = std::max<std::int64_t>(1, max_elems / inner);
+  const std::int64_t whole = extent[d] / rows, rest = extent[d] % rows;
+  for (const auto& [len, n] : {std::pair{rows, whole}, std::pair{rest, std::int64_t{rest > 0 ? 1 : 0}}}) {
+    if (n == 0) continue;
+    extent[d] = len;
+    if (inner > max_elems) split_counts(extent, max_elems, mult * n, out);
+    else out[len * inner] += mult * n;
+  }
+}
+
 struct Home {
   std::string buffer;
   std::vector<View> views;  // per core; empty tensor name: the core holds none of it
@@ -150,8 +174,9 @@ std::vector<View> views_of(const Geometry& g, std::int64_t plan_cores, std::size
 
 // What one shift of rotating operand k moves on the core at `idx` after `shifted` shifts on its
 // axis: the chunk at the front of its window, in pieces that fit the shift buffer.
-std::vector<Box> shift_boxes(const Geometry& g, const plan::Plan& p, const ir::Operator& op, std::size_t k,
-                             const Coords& idx, std::int64_t shifted, Bytes shift_buffer_bytes) {
+// The chunk of operand k that core idx sends in a shift, `shifted` steps in.
+Box shift_box(const Geometry& g, const plan::Plan& p, const ir::Operator& op, std::size_t k, const Coords& idx,
+              std::int64_t shifted) {
   const plan::Part& x = p.parts[k];
   const auto d = static_cast<std::size_t>(x.rot_dim);
   const auto axis = static_cast<std::size_t>(x.rot_axis);
@@ -161,8 +186,13 @@ std::vector<Box> shift_boxes(const Geometry& g, const plan::Plan& p, const ir::O
   Box b{v.origin, v.extent};
   b.origin[d] = g.sub_box(op.expr.inputs[k], idx).origin[d] + chunk * rp;
   b.extent[d] = rp;
+  return b;
+}
+
+std::vector<Box> shift_boxes(const Geometry& g, const plan::Plan& p, const ir::Operator& op, std::size_t k,
+                             const Coords& idx, std::int64_t shifted, Bytes shift_buffer_bytes) {
   std::vector<Box> pieces;
-  split(b, static_cast<std::int64_t>(shift_buffer_bytes / 2), pieces);
+  split(shift_box(g, p, op, k, idx, shifted), static_cast<std::int64_t>(shift_buffer_bytes / 2), pieces);
   return pieces;
 }
 
@@ -765,6 +795,18 @@ std::vector<Bytes> shift_pieces(const plan::Plan& p, const ir::Operator& op, std
   std::vector<Bytes> out;
   for (const Box& piece : shift_boxes(g, p, op, part, g.coords(0), 0, shift_buffer_bytes))
     out.push_back(static_cast<Bytes>(piece.elements() * 2));
+  return out;
+}
+
+std::vector<std::pair<Bytes, std::int64_t>> shift_piece_counts(const plan::Plan& p, const ir::Operator& op,
+                                                               std::size_t part, Bytes shift_buffer_bytes) {
+  if (p.parts[part].rot_dim < 0) return {};
+  const Geometry g(p, op);
+  std::map<std::int64_t, std::int64_t> counts;
+  split_counts(shift_box(g, p, op, part, g.coords(0), 0).extent, static_cast<std::int64_t>(shift_buffer_bytes / 2), 1,
+               counts);
+  std::vector<std::pair<Bytes, std::int64_t>> out;
+  for (const auto& [elems, n] : counts) out.push_back({static_cast<Bytes>(elems * 2), n});
   return out;
 }
 

@@ -108,6 +108,10 @@ std::vector<std::pair<std::size_t, std::size_t>> shift_pairs(const plan::Plan& p
 // Bytes of each piece one shift of operand `part` moves through the shift buffer.
 std::vector<Bytes> shift_pieces(const plan::Plan& p, const ir::Operator& op, std::size_t part,
                                 Bytes shift_buffer_bytes);
+// The same pieces counted by size, (bytes, how many), without listing them: a rotation of a huge
+// chunk has millions, and listing them is most of what planning a huge operator costs.
+std::vector<std::pair<Bytes, std::int64_t>> shift_piece_counts(const plan::Plan& p, const ir::Operator& op,
+                                                               std::size_t part, Bytes shift_buffer_bytes);
 
 // One message of a re-layout, or a copy on one core (from == to).
 struct Piece {

@@ -166,13 +166,24 @@ class Exchanges {
       for (std::size_t k = 0; k < p.parts.size(); ++k) {
         if (p.parts[k].rot_axis != a) continue;
         double port = 0, link = 0, chip_link = 0, syncs = 0, replayed = 0;
-        for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_)) {
+        const auto add = [&](Bytes piece, double times) {
           const cost::GatherFeatures& r = ring(op, p, k, piece);
-          port += r.order_cycles + r.latency_cycles + fabric_.copy_cycles(piece);
-          link += r.link_cycles;
-          chip_link += std::max(0.0, r.chip_link_cycles - r.order_cycles);
-          syncs += sync;
-          if (oracle_) replayed += sync + replay_round(op, p, k, piece) + oracle_->copy(piece);
+          port += times * (r.order_cycles + r.latency_cycles + fabric_.copy_cycles(piece));
+          link += times * r.link_cycles;
+          chip_link += times * std::max(0.0, r.chip_link_cycles - r.order_cycles);
+          syncs += times * sync;
+          if (oracle_) replayed += times * (sync + replay_round(op, p, k, piece) + oracle_->copy(piece));
+        };
+        // Piece by piece, in order, as the program sends them; a chunk larger than a core's
+        // memory (a plan that can never run, whose pieces a huge operator has by the million)
+        // by size, counted: the same sum up to rounding.
+        const auto counts = lower::shift_piece_counts(p, op, k, shift_buffer_bytes_);
+        Bytes chunk_bytes = 0;
+        for (const auto& c : counts) chunk_bytes += c.first * static_cast<Bytes>(c.second);
+        if (chunk_bytes <= cfg_.chip.core.sram_bytes) {
+          for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_)) add(piece, 1.0);
+        } else {
+          for (const auto& [piece, n] : counts) add(piece, static_cast<double>(n));
         }
         const auto e = static_cast<double>(events);
         t.shift_cycles += e * port;

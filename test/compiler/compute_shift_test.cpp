@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "compiler/compile.h"
@@ -226,4 +227,40 @@ TEST_CASE("fop candidates keep, per piece length, the factor with the most twos"
   bool found = false;
   for (const auto& q : plan::enumerate_plans(r.w.ops()[0], r.w, r.target)) found = found || q.same_as(p);
   CHECK(found);
+}
+
+TEST_CASE("shift pieces counted by size agree with the pieces listed, for every plan", "[plan]") {
+  // Planning prices a rotation from the pieces counted by size when its chunk is larger than a
+  // core (lower::shift_piece_counts: split()'s recursion counted, not made); here both forms of
+  // every rotation of every candidate plan, with shift buffers that split rows and cut them.
+  for (Bytes buffer : {Bytes{64}, Bytes{96}, Bytes{1000}, Bytes{4096}}) {
+    Rig r(16, 1 << 20);
+    r.matmul(48, 200, 36);
+    std::size_t rotations = 0;
+    for (const auto& p : plan::enumerate_plans(r.w.ops()[0], r.w, r.target))
+      for (std::size_t k = 0; k < p.parts.size(); ++k) {
+        std::map<Bytes, std::int64_t> listed;
+        for (Bytes b : lower::shift_pieces(p, r.w.ops()[0], k, buffer)) ++listed[b];
+        std::map<Bytes, std::int64_t> counted;
+        for (const auto& [b, n] : lower::shift_piece_counts(p, r.w.ops()[0], k, buffer)) counted[b] += n;
+        INFO("buffer " << buffer << ", part " << k);
+        CHECK(listed == counted);
+        rotations += !listed.empty();
+      }
+    CHECK(rotations > 10);
+  }
+}
+
+TEST_CASE("a matmul of 2^20 on every side is named as not fitting at once", "[plan]") {
+  // 2 TiB per operand: before, pricing its plans' rotations piece by piece took minutes and
+  // gigabytes before the same error
+  ir::Workload w;
+  w.name = "huge";
+  w.add_tensor("X", {1 << 20, 1 << 20}, ir::TensorRole::Input);
+  w.add_tensor("W", {1 << 20, 1 << 20}, ir::TensorRole::Weight);
+  w.add_op("mm", "Y[m,n] += X[m,k] * W[k,n]");
+  w.finalize();
+  const sim::Config cfg = sim::load_config(std::string(TESSERA_SOURCE_DIR) + "/configs/ipu-mk2.json");
+  compiler::CompileOptions o;
+  CHECK_THROWS_WITH(compiler::compile(w, cfg, o), Catch::Contains("workload 'huge' does not fit (t10 planner)"));
 }
