@@ -172,9 +172,8 @@ std::vector<View> views_of(const Geometry& g, std::int64_t plan_cores, std::size
   return v;
 }
 
-// What one shift of rotating operand k moves on the core at `idx` after `shifted` shifts on its
-// axis: the chunk at the front of its window, in pieces that fit the shift buffer.
-// The chunk of operand k that core idx sends in a shift, `shifted` steps in.
+// The chunk of rotating operand k that the core at `idx` sends after `shifted` shifts on its
+// axis: the one at the front of its window.
 Box shift_box(const Geometry& g, const plan::Plan& p, const ir::Operator& op, std::size_t k, const Coords& idx,
               std::int64_t shifted) {
   const plan::Part& x = p.parts[k];
@@ -189,6 +188,7 @@ Box shift_box(const Geometry& g, const plan::Plan& p, const ir::Operator& op, st
   return b;
 }
 
+// What that shift moves: the chunk in pieces that fit the shift buffer.
 std::vector<Box> shift_boxes(const Geometry& g, const plan::Plan& p, const ir::Operator& op, std::size_t k,
                              const Coords& idx, std::int64_t shifted, Bytes shift_buffer_bytes) {
   std::vector<Box> pieces;
