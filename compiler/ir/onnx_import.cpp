@@ -1005,11 +1005,11 @@ class Importer {
   void import_node() {
     outputs_supported_ = 1;
     attrs_read_.clear();
+    inputs_read_ = 0;
     if (fold()) {
       check_attributes(fold_attributes(node_->op_type(), opset_));
       return;
     }
-    inputs_read_ = 0;
     convert();
     check_attributes(attrs_read_);
     check_inputs();
@@ -1145,13 +1145,15 @@ class Importer {
     } else if (t == "Identity" || t == "Dropout") {
       // Dropout passes its input on in inference, and in training with a ratio of 0 (Swin's
       // attention exports training_mode true with ratio 0); otherwise it would drop values
-      if (t == "Dropout" && !input(2).empty() && scalar_const(input(2)).value_or(1) != 0) {
-        const double ratio = input(1).empty() ? 0.5 : scalar_const(input(1)).value_or(NAN);
-        if (ratio != 0)
-          fail_node(fmt::format("training_mode is true (or not a constant) with ratio {}: dropout that drops values is "
-                                "not supported (export the model in eval mode)", ratio));
+      if (t == "Dropout") {
+        const std::string& ratio_in = input(1);
+        if (!input(2).empty() && scalar_const(input(2)).value_or(1) != 0) {
+          const double ratio = ratio_in.empty() ? 0.5 : scalar_const(ratio_in).value_or(NAN);
+          if (ratio != 0)
+            fail_node(fmt::format("training_mode is true (or not a constant) with ratio {}: dropout that drops values "
+                                  "is not supported (export the model in eval mode)", ratio));
+        }
       }
-      if (t == "Dropout") input(1);  // the ratio: no effect unless training, checked above
       if (const auto* c = constant(need_input(0)); c && !values_.count(need_input(0))) consts_[output()] = c;
       else values_[output()] = value(need_input(0));
     } else {

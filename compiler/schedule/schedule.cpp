@@ -177,13 +177,11 @@ class Exchanges {
         // Piece by piece, in order, as the program sends them; a chunk larger than a core's
         // memory (a plan that can never run, whose pieces a huge operator has by the million)
         // by size, counted: the same sum up to rounding.
-        const auto counts = lower::shift_piece_counts(p, op, k, shift_buffer_bytes_);
-        Bytes chunk_bytes = 0;
-        for (const auto& c : counts) chunk_bytes += c.first * static_cast<Bytes>(c.second);
-        if (chunk_bytes <= cfg_.chip.core.sram_bytes) {
+        if (p.parts[k].shift_bytes <= cfg_.chip.core.sram_bytes) {
           for (Bytes piece : lower::shift_pieces(p, op, k, shift_buffer_bytes_)) add(piece, 1.0);
         } else {
-          for (const auto& [piece, n] : counts) add(piece, static_cast<double>(n));
+          for (const auto& [piece, n] : lower::shift_piece_counts(p, op, k, shift_buffer_bytes_))
+            add(piece, static_cast<double>(n));
         }
         const auto e = static_cast<double>(events);
         t.shift_cycles += e * port;

@@ -83,7 +83,7 @@ class StrictDom : public nlohmann::json_sax<Json> {
   }
   bool close() {
     stack_.pop_back();
-    if (!names_.empty() && names_.size() >= stack_.size()) names_.pop_back();
+    if (!stack_.empty()) names_.pop_back();  // every open container but the root has a name
     return true;
   }
   std::string path() const {

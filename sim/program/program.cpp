@@ -20,8 +20,10 @@ std::string place_text(const CoreProgram& core, std::uint32_t w) {
 }
 }  // namespace
 
+std::string item_place(const CoreProgram& core, const Item& item) { return place_text(core, item.where); }
+
 std::string item_location(const Program& prog, const CoreProgram& core, const Item& item) {
-  std::string s = place_text(core, item.where);
+  std::string s = item_place(core, item);
   if (item.tag != kNoTag)
     s += fmt::format(" (operator '{}', {} phase)", prog.tags[item.tag].op, prog.tags[item.tag].phase);
   return s;

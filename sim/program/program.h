@@ -120,6 +120,8 @@ struct Program {
 // Where an item comes from, for messages: its place in the program and, when it carries a tag,
 // the operator and phase it belongs to.
 std::string item_location(const Program& prog, const CoreProgram& core, const Item& item);
+// Its place alone (cores[1].items[2]), which item_location() begins with.
+std::string item_place(const CoreProgram& core, const Item& item);
 
 struct ProgramOptions {
   bool functional = false;  // keep the values-carrying details (the program must have them)

@@ -63,8 +63,8 @@ void System::check_finished() const {
     std::string msg = status_.error;
     if (status_.failed_core < cores_.size()) {
       const Core& c = *cores_[status_.failed_core];
-      const std::string where = item_location(prog_, c.program(), c.current());
-      if (msg.find(where.substr(0, where.find(" (operator"))) == std::string::npos) msg += " (at " + where + ")";
+      if (msg.find(item_place(c.program(), c.current())) == std::string::npos)
+        msg += " (at " + item_location(prog_, c.program(), c.current()) + ")";
     }
     if (status_.simulation_error) throw SimulationError(msg);
     throw Error(msg);
