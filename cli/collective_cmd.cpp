@@ -45,6 +45,10 @@ void add_collective_options(CLI::App* cmd, CollectiveArgs& a) {
       ->transform(::tessera::cli::size_value());
   cmd->add_option("--model", a.model, "level of detail of the chip links and AFIs, overriding system.model: packet "
                                       "(virtual cut-through, fast) or flit (wormhole, virtual channels, credits)");
+  cmd->add_option("--forwarding", a.forwarding, "how the ideal and ace engines forward a ring step, overriding "
+                                                "system.collective_forwarding: message (once the whole message "
+                                                "arrived) or packet (packet by packet)")
+      ->check(CLI::IsMember({"message", "packet"}));
   cmd->add_option("--out", a.out, "results JSON")->check(::tessera::cli::writable_path());
 }
 
@@ -67,6 +71,8 @@ void override_parts(sim::Config& cfg, const CollectiveArgs& a) {
     cfg.system.ace->sram_bytes = a.ace_sram_bytes;
   }
   if (a.ace_fsms > 0) cfg.system.ace->fsms = a.ace_fsms;
+  if (!a.forwarding.empty())
+    cfg.system.collective_forwarding = a.forwarding == "packet" ? sim::Forwarding::Packet : sim::Forwarding::Message;
   if (a.packet_bytes > 0) {
     if (a.packet_bytes > (std::uint64_t{1} << 31)) throw Error("--packet-bytes: expected 1 .. 2^31 bytes");
     sim::SystemConfig& s = cfg.system;
@@ -123,6 +129,8 @@ int collective_cmd(const CollectiveArgs& a) {
              a.engine == "ace"    ? std::string("as many in flight as ACE's FSMs and SRAM admit")
              : a.chunks_in_flight ? fmt::format("{} in flight", a.chunks_in_flight)
                                   : std::string("all in flight"));
+  if (cfg.system.collective_forwarding == sim::Forwarding::Packet && a.engine != "cores")
+    fmt::print("forwarding by packet: a ring step's packets leave as the same packets of the step before arrive\n");
   fmt::print("time {} cycles = {:.3f} us; {} messages, {} {}-hops\n", r.cycles, us, r.messages, r.packet_hops,
              flit ? "flit" : "packet");
   fmt::print("algorithm bandwidth {:.2f} GB/s, bus bandwidth {:.2f} GB/s, injected per chip {:.2f} GB/s\n",

@@ -9,6 +9,7 @@ namespace tessera::cli {
 struct CollectiveArgs {
   std::string config, op = "allreduce", algorithm = "ring", engine = "ideal", out;
   std::string model;  // "": the config's system.model
+  std::string forwarding;  // "message" or "packet"; "": the config's system.collective_forwarding
   std::uint64_t bytes = 0, chunk_bytes = 64 << 10;
   std::uint32_t chunks_in_flight = 16;
   // overrides of the config's system.endpoint and system.ace (0: keep the config's)

@@ -15,7 +15,7 @@ a results JSON, one CSV per experiment, PNG plots and the Markdown tables the RE
   scripts/reproduce_ace.py [--tessera build/cli/tessera] [--out results/ace] [--bytes 64MiB]
                            [--jobs 2] [--only bytes,memory,cores,sram,train]
                            [--train-config ace-torus-128] [--train-models resnet-50,resnet-50-b8,gnmt,dlrm]
-                           [--share-hold static|in-flight]
+                           [--share-hold static|in-flight] [--forwarding message|packet]
 
 Every run is one process; --jobs runs that many at once. Matplotlib (python3-matplotlib) draws
 the plots; without it the tables are still written.
@@ -36,13 +36,16 @@ SRAM_MIB = [1, 2, 4, 8]
 FSMS = [4, 8, 12, 16, 20]
 
 
+FORWARDING = []  # ["--forwarding", "packet"] with --forwarding packet (collective runs only)
+
+
 def collective(tessera, config, size, engine, extra=()):
     """One `tessera collective` run; returns its results JSON (or {"error": ...})."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         cmd = [tessera, "collective", "--config", os.path.join(ROOT, "configs", config + ".json"),
                "--op", "allreduce", "--algorithm", "hierarchical", "--bytes", size,
-               "--engine", engine, "--out", out, *extra]
+               "--engine", engine, "--out", out, *FORWARDING, *extra]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             msg = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
@@ -245,7 +248,12 @@ def main():
     ap.add_argument("--share-hold", default="static", choices=["static", "in-flight"],
                     help="train: communication holds its share of the NPU for the whole iteration (the paper) "
                          "or only while a collective is in flight")
+    ap.add_argument("--forwarding", choices=["message", "packet"],
+                    help="how the ideal and ace engines forward a ring step (tessera collective --forwarding); "
+                         "default: the configs' system.collective_forwarding. Not for the train experiment")
     args = ap.parse_args()
+    if args.forwarding:
+        FORWARDING[:] = ["--forwarding", args.forwarding]
     if not os.access(args.tessera, os.X_OK):
         sys.exit(f"reproduce_ace.py: {args.tessera} is not an executable; build first (scripts/build.sh) or pass --tessera")
     known = {"bytes": bytes_experiment, "memory": memory_experiment, "cores": cores_experiment, "sram": sram_experiment,
@@ -254,8 +262,11 @@ def main():
     for w in wanted:
         if w not in known:
             sys.exit(f"reproduce_ace.py: --only: unknown experiment '{w}' (expected {', '.join(known)})")
+    if args.forwarding and "train" in wanted:
+        sys.exit("reproduce_ace.py: --forwarding applies to the collective experiments; for train, set "
+                 "system.collective_forwarding in the --train-config")
     os.makedirs(args.out, exist_ok=True)
-    results = {"bytes_per_npu": args.bytes}
+    results = {"bytes_per_npu": args.bytes, "forwarding": args.forwarding or "the configs'"}
     for w in wanted:
         print(f"== {w}", flush=True)
         results[w] = known[w](args, args.out)

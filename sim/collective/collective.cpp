@@ -418,6 +418,8 @@ Json collective_json(const Config& cfg, const CollectiveSpec& spec, const Collec
           {"network_model", cfg.system.model == NocModel::Flit ? "flit" : "packet"},  // packet_hops: flit-hops at flit level
           {"op", collective_op_name(spec.op)},
           {"algorithm", collective_algorithm_name(spec.algorithm)}, {"engine", spec.engine},
+          {"forwarding", spec.engine == "cores" || cfg.system.collective_forwarding == Forwarding::Message ? "message"
+                                                                                                          : "packet"},
           {"bytes", spec.bytes}, {"chunk_bytes", spec.chunk_bytes}, {"cycles", r.cycles},
           {"seconds", double(r.cycles) / (cfg.clock_ghz * 1e9)}, {"messages", r.messages},
           {"algorithm_gb_per_s", r.algorithm_gb_per_s}, {"bus_gb_per_s", r.bus_gb_per_s},

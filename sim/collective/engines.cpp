@@ -73,6 +73,23 @@ class Engine : public CollectiveEngine {
     issued_at_.assign(parts, kNever);
     done_.assign(plan.collectives, 0);
   }
+  // Forwarding by packet (engines whose endpoint holds what arrives in its own buffers: ideal,
+  // ace): every message goes into the network as pieces of one packet each, and a message that
+  // carries on the one it waits for streams behind it (forwards_piecewise).
+  void forward_by_packet(Bytes packet_bytes) {
+    piece_bytes_ = packet_bytes;
+    const std::size_t n = plan_.messages.size();
+    pieces_out_.assign(n, 0);
+    pieces_sent_.assign(n, 0);
+    pieces_done_.assign(n, 0);
+    let_go_.assign(n, 0);
+    stream_parent_.assign(n, kNone);
+    pieces_total_ = 0;
+    for (std::uint32_t m = 0; m < n; ++m) {
+      pieces_total_ += pieces(m);
+      if (forwards_piecewise(m)) stream_parent_[m] = plan_.waits[msg(m).waits_first];
+    }
+  }
 
   void issue(std::uint32_t c, std::uint32_t chip, Cycles t) override {
     const std::size_t k = std::size_t{c} * chips_ + chip;
@@ -94,18 +111,23 @@ class Engine : public CollectiveEngine {
     }
   }
   Cycles next_event() const override { return events_.empty() ? kNever : events_.next(); }
-  void sent(std::uint64_t m, Cycles when) override { schedule(when, kSent, static_cast<std::uint32_t>(m)); }
-  void delivered(std::uint64_t m, Cycles when) override {
+  // A piece's id has its number + 1 above the message's (32 bits); a whole message's is the message.
+  void sent(std::uint64_t id, Cycles when) override {
+    const auto m = static_cast<std::uint32_t>(id);
+    if (id >> 32 == 0 || ++pieces_sent_[m] == pieces(m)) schedule(when, kSent, m);
+  }
+  void delivered(std::uint64_t id, Cycles when) override {
     ++delivered_;
-    schedule(when, kDelivered, static_cast<std::uint32_t>(m));
+    schedule(when, kDelivered, static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(id >> 32));
   }
   void check_finished() const override {
-    if (delivered_ != plan_.messages.size())  // what is stuck says whether the network or the plan is
+    const std::uint64_t expected = piece_bytes_ > 0 ? pieces_total_ : plan_.messages.size();
+    if (delivered_ != expected)  // what is stuck says whether the network or the plan is
       throw SimulationError(fmt::format(
-          "collective: {} of {} messages never arrived ({} sent and not delivered, {} packets still in the network "
+          "collective: {} of {} {} never arrived ({} sent and not delivered, {} packets still in the network "
           "at cycle {}: {}; the others wait for them)",
-          plan_.messages.size() - delivered_, plan_.messages.size(), injected_ - delivered_, net_.in_flight(),
-          last_, net_.stuck_report()));
+          expected - delivered_, expected, piece_bytes_ > 0 ? "message pieces (forwarding by packet)" : "messages",
+          injected_ - delivered_, net_.in_flight(), last_, net_.stuck_report()));
     check_more();
   }
   Cycles last() const override { return last_; }
@@ -124,11 +146,49 @@ class Engine : public CollectiveEngine {
   void schedule(Cycles at, std::uint8_t kind, std::uint32_t a, std::uint32_t b = 0) {
     events_.push(at, {at, a, b, kind});
   }
+  // Message m may go: whole, or (forwarding by packet) the pieces that may go by now, the rest
+  // as the message it streams behind completes piece by piece (piece_complete).
   void inject(std::uint32_t m, Cycles t) {
-    const CollectiveMessage& msg = plan_.messages[m];
+    const CollectiveMessage& x = plan_.messages[m];
     const NetTopology& topo = net_.topology();
-    ++injected_;
-    net_.inject(id_base_ + m, topo.afi_source(msg.src, msg.dst), topo.afi_sink(msg.dst), msg.bytes, t);
+    if (piece_bytes_ == 0) {
+      ++injected_;
+      net_.inject(id_base_ + m, topo.afi_source(x.src, x.dst), topo.afi_sink(x.dst), x.bytes, t);
+      return;
+    }
+    let_go_[m] = 1;
+    const std::uint32_t parent = stream_parent_[m];
+    const std::uint32_t ready = parent == kNone ? pieces(m) : pieces_done_[parent];
+    for (std::uint32_t& k = pieces_out_[m]; k < ready; ++k) {
+      ++injected_;
+      const Bytes offset = Bytes{k} * piece_bytes_;
+      net_.inject(id_base_ + (std::uint64_t{k + 1} << 32 | m), topo.afi_source(x.src, x.dst), topo.afi_sink(x.dst),
+                  std::min(piece_bytes_, x.bytes - offset), t);
+    }
+  }
+  // Forwarding by packet: piece `k` of message m is complete at its destination at cycle t
+  // (pieces of a message complete in order: one route, first come first served). What streams
+  // behind m may send that piece now; its first piece counts as the message for the wait. True
+  // when it was m's last piece.
+  bool piece_complete(std::uint32_t m, std::uint32_t k, Cycles t) {
+    if (k != pieces_done_[m])
+      throw std::logic_error(fmt::format("collective: piece {} of message {} complete before piece {}", k, m,
+                                         pieces_done_[m]));
+    ++pieces_done_[m];
+    for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i) {
+      const std::uint32_t c = children_[i];
+      if (stream_parent_[c] != m) continue;
+      if (k == 0) {
+        if (--waiting_[c] == 0) on_ready(c, t);
+      } else if (let_go_[c]) {
+        inject(c, t);
+      }
+    }
+    return pieces_done_[m] == pieces(m);
+  }
+  Bytes piece_bytes() const { return piece_bytes_; }
+  std::uint32_t pieces(std::uint32_t m) const {
+    return static_cast<std::uint32_t>(std::max<Bytes>(1, (msg(m).bytes + piece_bytes_ - 1) / piece_bytes_));
   }
   // (collective, chip) of a chunk's collective
   std::size_t part(std::uint32_t chunk, std::uint32_t chip) const {
@@ -148,8 +208,11 @@ class Engine : public CollectiveEngine {
   }
   // A received message m is usable at its destination at cycle t.
   void complete(std::uint32_t m, Cycles t) {
-    for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i)
-      if (--waiting_[children_[i]] == 0) on_ready(children_[i], t);
+    for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i) {
+      const std::uint32_t c = children_[i];
+      if (piece_bytes_ > 0 && stream_parent_[c] == m) continue;  // it stopped waiting at m's first piece
+      if (--waiting_[c] == 0) on_ready(c, t);
+    }
   }
   std::uint32_t children(std::uint32_t m) const { return children_first_[m + 1] - children_first_[m]; }
   std::uint32_t first_child(std::uint32_t m) const { return children_[children_first_[m]]; }
@@ -164,6 +227,15 @@ class Engine : public CollectiveEngine {
     const std::uint32_t w = plan_.waits[x.waits_first];
     const CollectiveMessage& y = msg(w);
     return y.reduce && y.dst == x.src && y.chunk == x.chunk && y.phase == x.phase && children(w) == 1;
+  }
+  // Whether m, forwarding by packet, streams behind the one message it waits for: that message
+  // ends at m's source, in the same chunk and phase, and is as large (a ring step carrying on
+  // what the step before brought, added to or not), so m's piece k is that message's piece k.
+  bool forwards_piecewise(std::uint32_t m) const {
+    const CollectiveMessage& x = msg(m);
+    if (x.waits_count != 1) return false;
+    const CollectiveMessage& y = msg(plan_.waits[x.waits_first]);
+    return y.dst == x.src && y.chunk == x.chunk && y.phase == x.phase && y.bytes == x.bytes;
   }
   // Whether the sum of reduction m leaves in the one message that forwards it.
   bool sum_forwarded(std::uint32_t m) const { return children(m) == 1 && forwards_reduction(first_child(m)); }
@@ -187,22 +259,32 @@ class Engine : public CollectiveEngine {
   EventWheel<Event> events_;
   std::vector<Event> batch_;
   std::vector<Cycles> done_;
-  std::uint64_t injected_ = 0, delivered_ = 0;
+  std::uint64_t injected_ = 0, delivered_ = 0;  // network messages: whole, or pieces
+  // Forwarding by packet (piece_bytes_ > 0): per message, its pieces injected, sent, complete
+  // at the destination; whether the engine let it go; the message it streams behind (or kNone).
+  Bytes piece_bytes_ = 0;
+  std::uint64_t pieces_total_ = 0;
+  std::vector<std::uint32_t> pieces_out_, pieces_sent_, pieces_done_, stream_parent_;
+  std::vector<std::uint8_t> let_go_;
 };
 
 // The ACE paper's Ideal: a message goes out as soon as it is ready; a received one is complete
 // one cycle after its last byte arrived.
 class IdealEngine : public Engine {
  public:
-  using Engine::Engine;
+  IdealEngine(const Config& cfg, const CollectivePlan& plan, RoutedTransport& net, std::uint64_t id_base)
+      : Engine(plan, net, id_base, cfg.system.chips) {
+    if (cfg.system.collective_forwarding == Forwarding::Packet) forward_by_packet(cfg.system.packet_bytes);
+  }
 
  private:
   void on_ready(std::uint32_t m, Cycles t) override { inject(m, t); }
   void handle(const Event& e) override {
-    if (e.kind == kDelivered) {
+    if (e.kind == kDelivered) {  // b: a piece's number + 1, or 0 for a whole message
       note_time(msg(e.a).chunk, e.at);
-      schedule(e.at + 1, kComplete, e.a);
+      schedule(e.at + 1, kComplete, e.a, e.b);
     } else if (e.kind == kComplete) {
+      if (e.b > 0 && !piece_complete(e.a, e.b - 1, e.at)) return;
       complete(e.a, e.at);
       part_done(plan_.chunk_collective[msg(e.a).chunk], msg(e.a).dst, e.at);
     }
@@ -289,6 +371,7 @@ class AceEngine : public Engine {
     const EndpointConfig& e = *cfg.system.endpoint;
     size_partitions(ace);
     share_fsms(ace);
+    if (cfg.system.collective_forwarding == Forwarding::Packet) forward_by_packet(cfg.system.packet_bytes);
     for (std::uint32_t c = 0; c < chips_; ++c) {
       read_.emplace_back(e.memory_bytes_per_cycle);
       write_.emplace_back(e.memory_bytes_per_cycle);
@@ -456,19 +539,26 @@ class AceEngine : public Engine {
   void handle(const Event& e) override {
     switch (e.kind) {
       case kSent: close(msg(e.a).src, msg(e.a).chunk, msg(e.a).phase, e.at); break;
-      case kDelivered:  // into the SRAM; a reduction goes through the ALUs first
+      case kDelivered:  // into the SRAM; a reduction goes through the ALUs first (b: a piece's number + 1, or 0)
         if (msg(e.a).reduce)
-          schedule(alus_[msg(e.a).dst].serve(e.at, msg(e.a).bytes), kComplete, e.a);
+          schedule(alus_[msg(e.a).dst].serve(e.at, delivered_bytes(e)), kComplete, e.a, e.b);
         else
-          received(e.a, e.at);
+          received(e.a, e.b, e.at);
         break;
-      case kComplete: received(e.a, e.at); break;
+      case kComplete: received(e.a, e.b, e.at); break;
       case kActivate: activate(e.a, e.b, 0, e.at); break;
       case kChunkDone: chunk_done(e.a, e.b, e.at); break;
       default: break;
     }
   }
-  void received(std::uint32_t m, Cycles t) {
+  // What a delivery brought: the message, or one piece of it.
+  Bytes delivered_bytes(const Event& e) const {
+    if (e.b == 0) return msg(e.a).bytes;
+    const Bytes offset = Bytes{e.b - 1} * piece_bytes();
+    return std::min(piece_bytes(), msg(e.a).bytes - offset);
+  }
+  void received(std::uint32_t m, std::uint32_t piece, Cycles t) {
+    if (piece > 0 && !piece_complete(m, piece - 1, t)) return;
     complete(m, t);
     close(msg(m).dst, msg(m).chunk, msg(m).phase, t);
   }
@@ -653,7 +743,7 @@ CollectivePlan relay_through_neighbours(const CollectivePlan& plan, const NetTop
 
 std::unique_ptr<CollectiveEngine> make_engine(const Config& cfg, const std::string& engine, const CollectivePlan& plan,
                                               RoutedTransport& net, std::uint64_t id_base) {
-  if (engine == "ideal") return std::make_unique<IdealEngine>(plan, net, id_base, cfg.system.chips);
+  if (engine == "ideal") return std::make_unique<IdealEngine>(cfg, plan, net, id_base);
   if (engine != "cores" && engine != "ace")
     throw Error(fmt::format("engine {}: unknown engine (expected ideal, cores or ace)", engine));
   require_parts(cfg, engine);

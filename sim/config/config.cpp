@@ -318,6 +318,11 @@ SystemConfig parse_system(const JsonReader& r) {
     a.reject_unknown_keys();
     s.afi = afi;
   }
+  const std::string forwarding = r.string("collective_forwarding", "message");
+  if (forwarding == "packet") s.collective_forwarding = Forwarding::Packet;
+  else if (forwarding != "message")
+    r.fail("collective_forwarding",
+           fmt::format("unknown forwarding \"{}\" (expected \"message\" or \"packet\")", forwarding));
   if (r.has("endpoint")) s.endpoint = parse_endpoint(r.object("endpoint"));
   if (r.has("ace")) s.ace = parse_ace(r.object("ace"));
   if (r.has("npu")) s.npu = parse_npu(r.object("npu"));

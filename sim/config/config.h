@@ -125,6 +125,13 @@ struct EndpointConfig {
 // first by the next forward pass, are issued last) or the one issued first (FIFO).
 enum class AceAdmission : std::uint8_t { Lifo, Fifo };
 
+// How the endpoints that hold what arrives in their own buffers (the ideal and ace engines)
+// forward a ring step: once the whole message they carry on has arrived (Message), or packet by
+// packet, each packet of the next step leaving once the same packet of the message before it
+// has arrived and been added (Packet: the ACE paper's "ACE's internal processing unit is the
+// packet"). The baseline on cores always works on whole messages in memory.
+enum class Forwarding : std::uint8_t { Message, Packet };
+
 struct AceConfig {
   Bytes sram_bytes = Bytes{4} << 20;
   std::uint32_t fsms = 16;
@@ -145,6 +152,7 @@ struct NpuConfig {
 struct SystemConfig {
   std::uint32_t chips = 1;
   std::vector<Dimension> dimensions;  // sizes multiply to `chips`; empty for one chip
+  Forwarding collective_forwarding = Forwarding::Message;
   Cycles sync_latency_cycles = 1330;  // barrier over cores of more than one chip
   Bytes packet_bytes = 1024;           // inter-chip packet
   Bytes buffer_bytes = 8192;           // input buffer per inter-chip link
