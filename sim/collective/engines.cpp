@@ -7,6 +7,7 @@
 #include <deque>
 #include <numeric>
 #include <queue>
+#include <unordered_set>
 
 #include "sim/common/error.h"
 
@@ -166,25 +167,29 @@ class Engine : public CollectiveEngine {
                   std::min(piece_bytes_, x.bytes - offset), t);
     }
   }
-  // Forwarding by packet: piece `k` of message m is complete at its destination at cycle t
-  // (pieces of a message complete in order: one route, first come first served). What streams
-  // behind m may send that piece now; its first piece counts as the message for the wait. True
-  // when it was m's last piece.
+  // Forwarding by packet: piece `k` of message m is complete at its destination at cycle t.
+  // What streams behind m sends its pieces in order, each once m's piece of that number is
+  // complete; m's first piece counts as m for its wait. Pieces may complete out of order (at the
+  // flit level they take different virtual channels): those ahead of the first missing one wait
+  // in early_ until it comes. True when m is complete.
   bool piece_complete(std::uint32_t m, std::uint32_t k, Cycles t) {
-    if (k != pieces_done_[m])
-      throw std::logic_error(fmt::format("collective: piece {} of message {} complete before piece {}", k, m,
-                                         pieces_done_[m]));
-    ++pieces_done_[m];
+    std::uint32_t& done = pieces_done_[m];  // every piece below it is complete
+    if (k != done) {
+      early_.insert(std::uint64_t{k} << 32 | m);
+      return false;
+    }
+    const std::uint32_t before = done++;
+    while (!early_.empty() && early_.erase(std::uint64_t{done} << 32 | m) > 0) ++done;
     for (std::uint32_t i = children_first_[m]; i < children_first_[m + 1]; ++i) {
       const std::uint32_t c = children_[i];
       if (stream_parent_[c] != m) continue;
-      if (k == 0) {
+      if (before == 0) {
         if (--waiting_[c] == 0) on_ready(c, t);
       } else if (let_go_[c]) {
         inject(c, t);
       }
     }
-    return pieces_done_[m] == pieces(m);
+    return done == pieces(m);
   }
   Bytes piece_bytes() const { return piece_bytes_; }
   std::uint32_t pieces(std::uint32_t m) const {
@@ -266,6 +271,7 @@ class Engine : public CollectiveEngine {
   std::uint64_t pieces_total_ = 0;
   std::vector<std::uint32_t> pieces_out_, pieces_sent_, pieces_done_, stream_parent_;
   std::vector<std::uint8_t> let_go_;
+  std::unordered_set<std::uint64_t> early_;  // (piece << 32 | message) complete ahead of an earlier piece
 };
 
 // The ACE paper's Ideal: a message goes out as soon as it is ready; a received one is complete
