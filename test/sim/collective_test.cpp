@@ -99,6 +99,12 @@ TEST_CASE("ring all-reduce on 8 and 16 chips: 2(p-1)/p S/B + 2(p-1) alpha", "[co
       CHECK(double(chunked.cycles) <= formula * 1.02);
       // each chip sends 2(p-1)/p S
       CHECK(one.sent_bytes[0] == 2 * (p - 1) * size / p);
+      // forwarding by packet, one chunk: the latency once instead of per step (docs/collectives.md)
+      Json by_packet = cfg;
+      by_packet["system"]["collective_forwarding"] = "packet";
+      const auto streamed = run(by_packet, sim::CollectiveOp::AllReduce, sim::CollectiveAlgorithm::Ring, size, 0);
+      CHECK(double(streamed.cycles) >= 2.0 * (p - 1) / p * S / B);
+      CHECK(double(streamed.cycles) == Approx(2.0 * (p - 1) / p * S / B + alpha).epsilon(0.02));
     }
 }
 
