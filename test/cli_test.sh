@@ -126,6 +126,15 @@ check "simulate: an unknown collective engine is a named error, exit 1" "[ $? -e
 "$tessera" collective --config "$src/configs/ace-torus-16.json" --op allreduce --algorithm hierarchical --bytes 256KiB \
   --model flit --out "$tmp/collf.json" >"$tmp/out" 2>&1
 check "collective --model flit runs the chip links at flit level" "[ $? -eq 0 ] && grep -q 'flit level' $tmp/out && grep -q '\"network_model\": \"flit\"' $tmp/collf.json"
+# forwarding: the config's (packet, for the ACE configs) or the command line's; the results say which
+"$tessera" collective --config "$src/configs/ace-torus-16.json" --op allreduce --algorithm hierarchical --bytes 256KiB \
+  --out "$tmp/fwd-p.json" >"$tmp/out" 2>&1
+check "collective forwards by packet as the ACE config says" "[ $? -eq 0 ] && grep -q '^forwarding by packet' $tmp/out && grep -q '\"forwarding\": \"packet\"' $tmp/fwd-p.json"
+"$tessera" collective --config "$src/configs/ace-torus-16.json" --op allreduce --algorithm hierarchical --bytes 256KiB \
+  --forwarding message --out "$tmp/fwd-m.json" >"$tmp/out" 2>&1
+check "collective --forwarding message overrides it" "[ $? -eq 0 ] && ! grep -q '^forwarding by packet' $tmp/out && grep -q '\"forwarding\": \"message\"' $tmp/fwd-m.json"
+"$tessera" collective --config "$src/configs/ace-torus-16.json" --bytes 1MiB --forwarding flit >"$tmp/out" 2>"$tmp/err"
+check "collective: an unknown --forwarding is an error naming the choices, exit non-zero" "[ $? -ne 0 ] && grep -q 'forwarding' $tmp/err && grep -q 'message' $tmp/err"
 "$tessera" collective --config "$src/configs/ace-torus-16.json" --bytes 1MiB --model phit >"$tmp/out" 2>"$tmp/err"
 check "collective: an unknown --model is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'model: unknown model \"phit\"' $tmp/err"
 "$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine magic >"$tmp/out" 2>"$tmp/err"

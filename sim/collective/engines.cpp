@@ -86,6 +86,16 @@ class Engine : public CollectiveEngine {
     let_go_.assign(n, 0);
     stream_parent_.assign(n, kNone);
     pieces_total_ = 0;
+    // the AFI sources the plan sends from, numbered from the lowest
+    std::uint32_t lo = ~0u, hi = 0;
+    for (const CollectiveMessage& x : plan_.messages) {
+      const std::uint32_t src = net_.topology().afi_source(x.src, x.dst);
+      lo = std::min(lo, src);
+      hi = std::max(hi, src);
+    }
+    first_source_ = n > 0 ? lo : 0;
+    source_queue_.resize(n > 0 ? hi - lo + 1 : 0);
+    source_out_.assign(source_queue_.size(), 0);
     for (std::uint32_t m = 0; m < n; ++m) {
       pieces_total_ += pieces(m);
       if (forwards_piecewise(m)) stream_parent_[m] = plan_.waits[msg(m).waits_first];
@@ -108,14 +118,16 @@ class Engine : public CollectiveEngine {
       if (x > t) break;
       batch_.clear();
       events_.take(x, batch_);  // what handling these schedules for cycle x comes round next
-      for (const Event& e : batch_) handle(e);
+      for (const Event& e : batch_) {
+        if (e.kind == kPieceSent) piece_sent(e.a, e.at);
+        else handle(e);
+      }
     }
   }
   Cycles next_event() const override { return events_.empty() ? kNever : events_.next(); }
   // A piece's id has its number + 1 above the message's (32 bits); a whole message's is the message.
   void sent(std::uint64_t id, Cycles when) override {
-    const auto m = static_cast<std::uint32_t>(id);
-    if (id >> 32 == 0 || ++pieces_sent_[m] == pieces(m)) schedule(when, kSent, m);
+    schedule(when, id >> 32 == 0 ? kSent : kPieceSent, static_cast<std::uint32_t>(id));
   }
   void delivered(std::uint64_t id, Cycles when) override {
     ++delivered_;
@@ -136,7 +148,7 @@ class Engine : public CollectiveEngine {
 
  protected:
   // Event kinds; engines number theirs from kOwn.
-  static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kOwn = 4;
+  static constexpr std::uint8_t kInject = 0, kSent = 1, kDelivered = 2, kComplete = 3, kPieceSent = 4, kOwn = 5;
   struct Event {
     Cycles at;
     std::uint32_t a, b;
@@ -160,12 +172,37 @@ class Engine : public CollectiveEngine {
     let_go_[m] = 1;
     const std::uint32_t parent = stream_parent_[m];
     const std::uint32_t ready = parent == kNone ? pieces(m) : pieces_done_[parent];
-    for (std::uint32_t& k = pieces_out_[m]; k < ready; ++k) {
+    if (pieces_out_[m] >= ready) return;
+    const std::uint32_t src = topo.afi_source(x.src, x.dst) - first_source_;
+    source_queue_[src].push_back({m, pieces_out_[m], ready});
+    pieces_out_[m] = ready;
+    send_queued(src, t);
+  }
+  // The pieces a source has been given go to the network in the order given, at most
+  // kPiecesAhead not yet sent at a time: the network's queue at the source then never runs dry
+  // (a piece is sent no sooner than the one before it), and a message of a thousand pieces does
+  // not hold a thousand of the network's messages at once.
+  void send_queued(std::uint32_t src, Cycles t) {
+    auto& q = source_queue_[src];
+    const NetTopology& topo = net_.topology();
+    while (!q.empty() && source_out_[src] < kPiecesAhead) {
+      Queued& front = q.front();
+      const CollectiveMessage& x = plan_.messages[front.message];
+      const Bytes offset = Bytes{front.next} * piece_bytes_;
       ++injected_;
-      const Bytes offset = Bytes{k} * piece_bytes_;
-      net_.inject(id_base_ + (std::uint64_t{k + 1} << 32 | m), topo.afi_source(x.src, x.dst), topo.afi_sink(x.dst),
+      ++source_out_[src];
+      net_.inject(id_base_ + (std::uint64_t{front.next + 1} << 32 | front.message), first_source_ + src,
+                  topo.afi_sink(x.dst),
                   std::min(piece_bytes_, x.bytes - offset), t);
+      if (++front.next == front.end) q.pop_front();
     }
+  }
+  void piece_sent(std::uint32_t m, Cycles t) {
+    const CollectiveMessage& x = plan_.messages[m];
+    const std::uint32_t src = net_.topology().afi_source(x.src, x.dst) - first_source_;
+    --source_out_[src];
+    send_queued(src, t);
+    if (++pieces_sent_[m] == pieces(m)) handle(Event{t, m, 0, kSent});
   }
   // Forwarding by packet: piece `k` of message m is complete at its destination at cycle t.
   // What streams behind m sends its pieces in order, each once m's piece of that number is
@@ -272,6 +309,15 @@ class Engine : public CollectiveEngine {
   std::vector<std::uint32_t> pieces_out_, pieces_sent_, pieces_done_, stream_parent_;
   std::vector<std::uint8_t> let_go_;
   std::unordered_set<std::uint64_t> early_;  // (piece << 32 | message) complete ahead of an earlier piece
+  // Per AFI source: pieces given and not yet in the network (runs of a message's pieces, in the
+  // order given), and pieces in the network not yet sent.
+  struct Queued {
+    std::uint32_t message, next, end;
+  };
+  static constexpr std::uint32_t kPiecesAhead = 16;
+  std::uint32_t first_source_ = 0;
+  std::vector<std::deque<Queued>> source_queue_;  // by AFI source - first_source_
+  std::vector<std::uint32_t> source_out_;
 };
 
 // The ACE paper's Ideal: a message goes out as soon as it is ready; a received one is complete
