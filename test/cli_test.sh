@@ -149,7 +149,7 @@ check "train: a bad layer table names the file and field, exit 1" "[ $? -eq 1 ] 
 check "collective on one chip is a named error, exit 1" "[ $? -eq 1 ] && grep -q 'has one chip' $tmp/err"
 # sizes that crashed or wrapped round (2^32 chunks became none; -1 became 2^64 - 1; nan passed)
 "$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 256TiB --engine ace >"$tmp/out" 2>"$tmp/err"
-check "collective: a plan of 2^32 chunks is a named error, not a crash" "[ $? -eq 1 ] && grep -q 'make 4294967296 chunks; at most 67108864 messages' $tmp/err"
+check "collective: a plan of 2^32 chunks is a named error, not a crash" "[ $? -eq 1 ] && grep -q 'make 4294967296 chunks; at most 134217728 messages' $tmp/err"
 "$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --chunk-bytes -65536 >"$tmp/out" 2>"$tmp/err"
 check "collective: a negative size is a named error" "[ $? -eq 1 ] && grep -q 'chunk-bytes: expected a size >= 0 (e.g. 64KiB), got -65536' $tmp/err"
 "$tessera" collective --config "$src/configs/ace-torus-64.json" --bytes 1MiB --engine cores --memory-gb-per-s nan >"$tmp/out" 2>"$tmp/err"

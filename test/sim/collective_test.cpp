@@ -223,10 +223,10 @@ TEST_CASE("collectives: bad requests are named errors", "[collective][bad-input]
   s = sim::CollectiveSpec{};
   s.bytes = std::uint64_t{6} << 42;
   s.chunk_bytes = 1536;
-  CHECK_THROWS_WITH(sim::plan_collective(test::config(cfg), s), Contains("make 17179869184 chunks; at most 67108864"));
+  CHECK_THROWS_WITH(sim::plan_collective(test::config(cfg), s), Contains("make 17179869184 chunks; at most 134217728"));
   s.bytes = std::uint64_t{1536} << 24;
   CHECK_THROWS_WITH(sim::plan_collective(test::config(cfg), s),
-                    Contains("16777216 chunks of 1536 bytes with 24 messages each make 402653184 messages; at most 67108864"));
+                    Contains("16777216 chunks of 1536 bytes with 24 messages each make 402653184 messages; at most 134217728"));
 }
 
 TEST_CASE("halving-doubling all-reduce on 8 fully connected chips, by hand", "[collective]") {
