@@ -86,14 +86,16 @@ class Engine : public CollectiveEngine {
     let_go_.assign(n, 0);
     stream_parent_.assign(n, kNone);
     pieces_total_ = 0;
-    // the AFI sources the plan sends from, numbered from the lowest
+    // the AFI sources the plan sends from, numbered from the lowest, and each message's
+    source_of_.resize(n);
     std::uint32_t lo = ~0u, hi = 0;
-    for (const CollectiveMessage& x : plan_.messages) {
-      const std::uint32_t src = net_.topology().afi_source(x.src, x.dst);
-      lo = std::min(lo, src);
-      hi = std::max(hi, src);
+    for (std::uint32_t m = 0; m < n; ++m) {
+      source_of_[m] = net_.topology().afi_source(msg(m).src, msg(m).dst);
+      lo = std::min(lo, source_of_[m]);
+      hi = std::max(hi, source_of_[m]);
     }
     first_source_ = n > 0 ? lo : 0;
+    for (std::uint32_t& src : source_of_) src -= first_source_;
     source_queue_.resize(n > 0 ? hi - lo + 1 : 0);
     source_out_.assign(source_queue_.size(), 0);
     for (std::uint32_t m = 0; m < n; ++m) {
@@ -173,7 +175,7 @@ class Engine : public CollectiveEngine {
     const std::uint32_t parent = stream_parent_[m];
     const std::uint32_t ready = parent == kNone ? pieces(m) : pieces_done_[parent];
     if (pieces_out_[m] >= ready) return;
-    const std::uint32_t src = topo.afi_source(x.src, x.dst) - first_source_;
+    const std::uint32_t src = source_of_[m];
     source_queue_[src].push_back({m, pieces_out_[m], ready});
     pieces_out_[m] = ready;
     send_queued(src, t);
@@ -198,8 +200,7 @@ class Engine : public CollectiveEngine {
     }
   }
   void piece_sent(std::uint32_t m, Cycles t) {
-    const CollectiveMessage& x = plan_.messages[m];
-    const std::uint32_t src = net_.topology().afi_source(x.src, x.dst) - first_source_;
+    const std::uint32_t src = source_of_[m];
     --source_out_[src];
     send_queued(src, t);
     if (++pieces_sent_[m] == pieces(m)) handle(Event{t, m, 0, kSent});
@@ -307,6 +308,7 @@ class Engine : public CollectiveEngine {
   Bytes piece_bytes_ = 0;
   std::uint64_t pieces_total_ = 0;
   std::vector<std::uint32_t> pieces_out_, pieces_sent_, pieces_done_, stream_parent_;
+  std::vector<std::uint32_t> source_of_;  // its AFI source - first_source_
   std::vector<std::uint8_t> let_go_;
   std::unordered_set<std::uint64_t> early_;  // (piece << 32 | message) complete ahead of an earlier piece
   // Per AFI source: pieces given and not yet in the network (runs of a message's pieces, in the
