@@ -144,7 +144,7 @@ void PacketNetwork::fill(Route& r, std::uint32_t src, std::uint32_t dst) const {
 
 std::uint32_t PacketNetwork::cached_route(std::uint32_t src, std::uint32_t dst) {
   const std::uint64_t key = std::uint64_t{src} << 32 | dst;
-  const auto slot = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 52);  // the top 12 bits: 4096 slots
+  const auto slot = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 49);  // the top 15 bits: 32768 slots
   CachedRoute& e = routes_[slot];
   if (e.key == key) return slot;
   if (e.users > 0) return kNil;
