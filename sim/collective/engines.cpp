@@ -83,7 +83,6 @@ class Engine : public CollectiveEngine {
     pieces_out_.assign(n, 0);
     pieces_sent_.assign(n, 0);
     pieces_done_.assign(n, 0);
-    let_go_.assign(n, 0);
     stream_parent_.assign(n, kNone);
     pieces_total_ = 0;
     // the AFI sources the plan sends from, numbered from the lowest, and each message's
@@ -171,7 +170,6 @@ class Engine : public CollectiveEngine {
       net_.inject(id_base_ + m, topo.afi_source(x.src, x.dst), topo.afi_sink(x.dst), x.bytes, t);
       return;
     }
-    let_go_[m] = 1;
     const std::uint32_t parent = stream_parent_[m];
     const std::uint32_t ready = parent == kNone ? pieces(m) : pieces_done_[parent];
     if (pieces_out_[m] >= ready) return;
@@ -223,7 +221,7 @@ class Engine : public CollectiveEngine {
       if (stream_parent_[c] != m) continue;
       if (before == 0) {
         if (--waiting_[c] == 0) on_ready(c, t);
-      } else if (let_go_[c]) {
+      } else if (pieces_out_[c] > 0) {  // let go (with piece 0, which it had by then): send on
         inject(c, t);
       }
     }
@@ -303,13 +301,12 @@ class Engine : public CollectiveEngine {
   std::vector<Event> batch_;
   std::vector<Cycles> done_;
   std::uint64_t injected_ = 0, delivered_ = 0;  // network messages: whole, or pieces
-  // Forwarding by packet (piece_bytes_ > 0): per message, its pieces injected, sent, complete
-  // at the destination; whether the engine let it go; the message it streams behind (or kNone).
+  // Forwarding by packet (piece_bytes_ > 0): per message, its pieces given to its source, sent,
+  // complete at the destination; the message it streams behind (or kNone).
   Bytes piece_bytes_ = 0;
   std::uint64_t pieces_total_ = 0;
   std::vector<std::uint32_t> pieces_out_, pieces_sent_, pieces_done_, stream_parent_;
   std::vector<std::uint32_t> source_of_;  // its AFI source - first_source_
-  std::vector<std::uint8_t> let_go_;
   std::unordered_set<std::uint64_t> early_;  // (piece << 32 | message) complete ahead of an earlier piece
   // Per AFI source: pieces given and not yet in the network (runs of a message's pieces, in the
   // order given), and pieces in the network not yet sent.
