@@ -115,6 +115,7 @@ class Network : public sc_core::sc_module, public FabricIf, private TransportLis
   std::uint32_t chips_ = 1, cores_per_chip_ = 1;
   sc_core::sc_event wake_;
   std::uint64_t messages_ = 0;
+  std::uint64_t notices_ = 0;  // calls that may have notified a completion (step() counts them)
 };
 
 }  // namespace tessera::sim
