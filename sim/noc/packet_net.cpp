@@ -30,6 +30,9 @@ PacketNetwork::PacketNetwork(const Config& cfg, TraceRecorder* trace, bool with_
     stats_.emplace_back();
     stats_.back().name = s.name;
   }
+  // a step keeps a channel and a buffer in 31 bits each
+  if (topo_.channels().size() >= kLow31 || topo_.buffers().size() >= kLow31)
+    throw std::logic_error("PacketNetwork: more than 2^31 - 1 channels or buffers");
   for (const BufferSpec& s : topo_.buffers()) {
     Buffer b;
     b.capacity = s.capacity_bytes;
@@ -82,22 +85,28 @@ void PacketNetwork::inject(std::uint64_t message, std::uint32_t src, std::uint32
   msg.id = message;
   msg.src = src;
   msg.route_slot = src >= cores_ ? cached_route(src, dst) : kNil;
-  const Route* r = nullptr;
-  if (msg.route_slot != kNil) {
-    ++routes_[msg.route_slot].users;
-    r = &routes_[msg.route_slot];
-  } else if (!pair_routes_.empty() && src < cores_ && dst < cores_) {
-    r = &pair_route(src, dst);
-  } else {  // its own copy
-    fill(msg.own_route, src, dst);
-    r = &msg.own_route;
+  Bytes pb = 0;
+  if (msg.route_slot == kNil && !pair_routes_.empty() && src < cores_ && dst < cores_) {
+    const PairRoute& r = pair_route(src, dst);
+    msg.route = r.hops;
+    msg.hops = r.count;
+    msg.coupled = r.coupled;
+    pb = r.packet_bytes;
+  } else {
+    Route* r = nullptr;
+    if (msg.route_slot != kNil) {
+      ++routes_[msg.route_slot].users;
+      r = &routes_[msg.route_slot];
+    } else {  // its own copy
+      fill(msg.own_route, src, dst);
+      r = &msg.own_route;
+    }
+    msg.route = r->hops.data();
+    msg.hops = static_cast<std::uint32_t>(r->hops.size());
+    msg.coupled = r->coupled;
+    pb = r->packet_bytes;
   }
-  msg.route = r->hops.data();
-  msg.hops = static_cast<std::uint32_t>(r->hops.size());
-  msg.coupled = r->coupled;
-  const Bytes pb = r->packet_bytes;
   msg.packet_bytes = msg.coupled || pb == 0 ? bytes : pb;
-  msg.timed = r->timed;
   msg.unsent = bytes;
   msg.outstanding = 0;
   msg.arrival = 0;
@@ -111,33 +120,14 @@ void PacketNetwork::fill(Route& r, std::uint32_t src, std::uint32_t dst) const {
   r.hops.clear();
   r.coupled = topo_.route(src, dst, scratch_);
   r.packet_bytes = topo_.packet_bytes(src, dst);
-  const Bytes pb = r.coupled ? 0 : r.packet_bytes;  // the size the steps are timed for
-  r.timed = pb > 0;
-  auto narrow = [&r](std::int64_t fp) {  // a time that does not fit leaves the route untimed
-    if (fp > std::numeric_limits<std::int32_t>::max()) r.timed = false;
-    return static_cast<std::int32_t>(std::min<std::int64_t>(fp, std::numeric_limits<std::int32_t>::max()));
-  };
   for (std::size_t i = 0; i < scratch_.size(); ++i) {
     const Hop& h = scratch_[i];
     Step st;
-    st.channel = h.channel;
-    st.buffer = h.buffer;
-    st.cls = h.cls;
-    st.prev_buffer = i > 0 ? scratch_[i - 1].buffer : kNoBuffer;
-    st.prev_cls = i > 0 ? scratch_[i - 1].cls : 0;
-    if (pb > 0) {  // the same formulas as grant()'s for a packet of another size
-      const Channel& ch = channels_[h.channel];
-      const std::int64_t dur = wire_fp(ch.bytes_per_cycle, pb);
-      st.dur_fp = narrow(dur);
-      st.hold_fp = narrow(std::max(dur, ch.min_fp));
-      if (st.prev_buffer != kNoBuffer)
-        st.read_fp = narrow(wire_fp(std::max(buffers_[st.prev_buffer].read_bytes_per_cycle, ch.bytes_per_cycle), pb));
-      if (i + 1 < scratch_.size()) {
-        const std::int64_t next_fp =
-            std::max<std::int64_t>(wire_fp(channels_[scratch_[i + 1].channel].bytes_per_cycle, pb), kFrac);
-        st.head_fp = narrow(head_after(ch, dur, next_fp));
-      }
-    }
+    st.channel_flag = h.channel;
+    if (i > 0 && scratch_[i - 1].buffer != kNoBuffer &&
+        buffers_[scratch_[i - 1].buffer].read_bytes_per_cycle > channels_[h.channel].bytes_per_cycle)
+      st.channel_flag |= kReadsFaster;
+    st.buffer_cls = (h.buffer == kNoBuffer ? kStepEnd : h.buffer) | std::uint32_t{h.cls} << 31;
     r.hops.push_back(st);
   }
 }
@@ -154,12 +144,25 @@ std::uint32_t PacketNetwork::cached_route(std::uint32_t src, std::uint32_t dst) 
   return slot;
 }
 
-const PacketNetwork::Route& PacketNetwork::pair_route(std::uint32_t src, std::uint32_t dst) {
+const PacketNetwork::PairRoute& PacketNetwork::pair_route(std::uint32_t src, std::uint32_t dst) {
   PairRoute& e = pair_routes_[std::size_t{src} * cores_ + dst];
-  if (!e.known) {
-    fill(e, src, dst);  // may throw: the entry stays unknown
-    e.known = true;
+  if (e.hops) return e;
+  fill(pair_scratch_, src, dst);  // may throw: the entry stays unknown
+  const std::size_t n = pair_scratch_.hops.size();
+  if (n > pair_steps_left_) {
+    const std::size_t size = std::max(n, kStepBlock);
+    pair_steps_.push_back(std::make_unique<Step[]>(size));
+    pair_next_ = pair_steps_.back().get();
+    pair_steps_left_ = size;
   }
+  Step* at = pair_next_;
+  std::copy(pair_scratch_.hops.begin(), pair_scratch_.hops.end(), at);
+  pair_next_ += n;
+  pair_steps_left_ -= n;
+  e.hops = at;
+  e.count = static_cast<std::uint32_t>(n);
+  e.coupled = pair_scratch_.coupled;
+  e.packet_bytes = pair_scratch_.packet_bytes;
   return e;
 }
 
@@ -296,13 +299,12 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
   const std::uint32_t p = packets_.acquire();
   Packet& pk = packets_[p];
   pk.msg = m;
-  pk.hop = 0;
   pk.requeued_from = kNoBuffer;
   pk.route = msg.route;
+  enter_hop(pk, 0);
   pk.hops = msg.hops;
   pk.coupled = msg.coupled;
   pk.bytes = std::min(msg.packet_bytes, msg.unsent);
-  pk.timed = msg.timed && pk.bytes == msg.packet_bytes;
   pk.seq = seq_++;
   msg.unsent -= pk.bytes;
   pk.last = msg.unsent == 0;
@@ -319,7 +321,7 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
 void PacketNetwork::wait_at(std::uint32_t p, Cycles ready) {
   Packet& pk = packets_[p];
   pk.ready = ready;
-  const std::uint32_t c = pk.route[pk.hop].channel;
+  const std::uint32_t c = channel_of(pk.step);
   channels_[c].waiting.insert(pk.seq, p);
   // a busy channel is looked at again when its transmission ends; a held one when the exchange
   // message holding it has gone
@@ -378,13 +380,14 @@ void PacketNetwork::mark(std::uint32_t c) {
 }
 
 bool PacketNetwork::fits(const Packet& pk, Cycles t) {
-  const Step& h = pk.route[pk.hop];
-  if (h.buffer == kNoBuffer) return true;
-  Buffer& b = buffers_[h.buffer];
+  const std::uint32_t buffer = buffer_of(pk.step.buffer_cls);
+  if (buffer == kStepEnd) return true;
+  Buffer& b = buffers_[buffer];
   const auto need = static_cast<std::int64_t>(pk.bytes);
-  if (need <= b.room[h.cls]) return true;
+  const std::uint8_t cls = cls_of(pk.step.buffer_cls);
+  if (need <= b.room[cls]) return true;
   settle(b, t);
-  return need <= b.room[h.cls];
+  return need <= b.room[cls];
 }
 
 // The oldest waiting packet that can go takes the channel; a packet that cannot (no room behind
@@ -401,7 +404,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
     ch.waiting.pop_front();
     Packet& pk = packets_[w.packet];
     if (pk.requeued_from != kNoBuffer) {  // the room promised to it is its own again
-      parked(pk.requeued_from, c).requeued[pk.route[pk.hop].cls] -= pk.bytes;
+      parked(pk.requeued_from, c).requeued[cls_of(pk.step.buffer_cls)] -= pk.bytes;
       pk.requeued_from = kNoBuffer;
     }
     if (!fits(pk, t)) {
@@ -415,7 +418,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
     if (pk.coupled) {
       if (pk.hop == 0) {  // hold the send port, then contend for the receive port
         ch.held = true;
-        pk.hop = 1;
+        enter_hop(pk, 1);
         wait_at(w.packet, t);
       } else {
         grant_coupled(w.packet, t);
@@ -428,8 +431,8 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
 }
 
 bool PacketNetwork::readable(const Packet& pk, Cycles t) const {
-  const std::uint32_t b = pk.route[pk.hop].prev_buffer;
-  return b == kNoBuffer || free_cycle(channels_[pk.route[pk.hop].channel], buffers_[b].read_free_fp) <= t;
+  const std::uint32_t b = buffer_of(pk.prev_buffer_cls);
+  return b == kStepEnd || free_cycle(channels_[channel_of(pk.step)], buffers_[b].read_free_fp) <= t;
 }
 
 PacketNetwork::Parked& PacketNetwork::parked(std::uint32_t b, std::uint32_t c) {
@@ -442,8 +445,8 @@ PacketNetwork::Parked& PacketNetwork::parked(std::uint32_t b, std::uint32_t c) {
 
 void PacketNetwork::park_for_room(std::uint32_t c, const Waiting& w) {
   const Packet& pk = packets_[w.packet];
-  const std::uint32_t b = pk.route[pk.hop].buffer;
-  parked(b, c).queue[pk.route[pk.hop].cls].insert(w);
+  const std::uint32_t b = buffer_of(pk.step.buffer_cls);
+  parked(b, c).queue[cls_of(pk.step.buffer_cls)].insert(w);
   Buffer& buf = buffers_[b];
   ++buf.parked_room;
   if (buf.release_min != kNever) wake_for_room(b, buf.release_min);
@@ -452,7 +455,7 @@ void PacketNetwork::park_for_room(std::uint32_t c, const Waiting& w) {
 
 void PacketNetwork::park_for_read(std::uint32_t c, const Waiting& w) {
   const Packet& pk = packets_[w.packet];
-  const std::uint32_t b = pk.route[pk.hop].prev_buffer;
+  const std::uint32_t b = buffer_of(pk.prev_buffer_cls);  // readable(): there is one
   Buffer& buf = buffers_[b];
   buf.parked_for_read.push_back({c, w});
   const Cycles at = free_cycle(channels_[c], buf.read_free_fp);
@@ -531,12 +534,13 @@ std::int64_t PacketNetwork::read_fp(Channel& ch, const Buffer& from, Bytes bytes
 void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles t) {
   Channel& ch = channels_[c];
   Packet& pk = packets_[p];
-  const Step& h = pk.route[pk.hop];
+  const Step h = pk.step;
   // A packet that was waiting when the channel freed during the last cycle starts where the last
   // one ended, within the cycle: fractional bandwidths are kept exactly over a busy period. A
   // channel idle since an earlier cycle (the packet waited for buffer space) starts now.
   const std::int64_t now_fp = static_cast<std::int64_t>(t) * kFrac;
-  Buffer* from = h.prev_buffer != kNoBuffer ? &buffers_[h.prev_buffer] : nullptr;
+  const std::uint32_t prev = pk.prev_buffer_cls;
+  Buffer* from = buffer_of(prev) != kStepEnd ? &buffers_[buffer_of(prev)] : nullptr;
   const std::int64_t earliest = std::max({static_cast<std::int64_t>(ready) * kFrac, ch.free_fp,
                                           from ? from->read_free_fp : std::int64_t{0}});
   const std::int64_t start_fp = earliest > now_fp - kFrac ? earliest : now_fp;
@@ -546,20 +550,22 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
   // or exchange channel (a flit a cycle); on a chip link or AFI bus at least a flit's time
   // (system.flit_bytes), and a packet shorter than a cycle leaves the rest of the cycle to the
   // next (a one-cycle floor held a 401 B/cycle AFI bus to 256 B/cycle).
-  const std::int64_t dur_fp = pk.timed ? h.dur_fp : duration_fp(ch, pk.bytes);
-  const std::int64_t end_fp = start_fp + (pk.timed ? h.hold_fp : std::max(dur_fp, ch.min_fp));
+  const std::int64_t dur_fp = duration_fp(ch, pk.bytes);
+  const std::int64_t end_fp = start_fp + std::max(dur_fp, ch.min_fp);
   ch.free_fp = end_fp;
   if (from) {
-    const std::int64_t read = pk.timed ? h.read_fp : read_fp(ch, *from, pk.bytes);
+    // reading at the faster of the buffer's read port and the channel (fill())
+    const std::int64_t read = reads_faster(h) ? read_fp(ch, *from, pk.bytes) : dur_fp;
     from->read_free_fp = std::max(start_fp + read, now_fp + 1);
   }
   ch.busy_fp += dur_fp;
   ch.bytes += pk.bytes;
   ++ch.transfers;
   ++hops_;
-  if (h.buffer != kNoBuffer) buffers_[h.buffer].room[h.cls] -= static_cast<std::int64_t>(pk.bytes);
+  if (buffer_of(h.buffer_cls) != kStepEnd)
+    buffers_[buffer_of(h.buffer_cls)].room[cls_of(h.buffer_cls)] -= static_cast<std::int64_t>(pk.bytes);
   const Cycles end = ceil_cycles(end_fp);
-  if (from) release(h.prev_buffer, end, h.prev_cls, pk.bytes);  // the tail leaves at `end`
+  if (from) release(buffer_of(prev), end, cls_of(prev), pk.bytes);  // the tail leaves at `end`
   if (trace_ && stats_[c].trace_track >= 0) trace_->span(stats_[c].trace_track, "pkt", t, end - t);
   const bool first_hop = pk.hop == 0, last_packet = pk.last;
   std::uint32_t src = 0;
@@ -570,12 +576,9 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     id = msg.id;
   }
   if (pk.hop + 1 < pk.hops) {
-    std::int64_t head_fp = h.head_fp;
-    if (!pk.timed) {
-      Channel& next = channels_[pk.route[pk.hop + 1].channel];
-      head_fp = head_after(ch, dur_fp, std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac));
-    }
-    ++pk.hop;
+    enter_hop(pk, pk.hop + 1);
+    Channel& next = channels_[channel_of(pk.step)];
+    const std::int64_t head_fp = head_after(ch, dur_fp, std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac));
     wheel_.push(std::max(t, ceil_cycles(start_fp + head_fp)), Event::of(p, Kind::Ready));
   } else {
     Message& msg = messages_[pk.msg];
@@ -595,7 +598,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
 void PacketNetwork::grant_coupled(std::uint32_t p, Cycles t) {
   Packet& pk = packets_[p];
   Message& msg = messages_[pk.msg];
-  const std::uint32_t s = msg.route[0].channel, r = msg.route[1].channel;
+  const std::uint32_t s = channel_of(msg.route[0]), r = channel_of(msg.route[1]);
   Channel &S = channels_[s], &R = channels_[r];
   const double bytes = static_cast<double>(pk.bytes);
   const Cycles d = std::max<Cycles>(1, static_cast<Cycles>(std::max(std::ceil(bytes / S.bytes_per_cycle),

@@ -174,9 +174,9 @@ class PacketNetwork : public RoutedTransport {
     std::uint64_t transfers = 0;
     double bytes_per_cycle = 0;
     std::int64_t min_fp = 0;    // least time a packet holds it: a cycle, or a flit's time on a chip link or AFI bus
-    Bytes memo_bytes = 0;       // the last duration computed for a packet of another size
+    Bytes memo_bytes = 0;       // the size of the last packet its duration was worked out for
     std::int64_t memo_fp = 0;
-    Bytes read_memo_bytes = 0;  // the last read of such a packet into this channel, at that rate
+    Bytes read_memo_bytes = 0;  // the last read of a packet into this channel, at that rate
     double read_memo_rate = 0;
     std::int64_t read_memo_fp = 0;
   };
@@ -215,25 +215,30 @@ class PacketNetwork : public RoutedTransport {
     // channel): a packet leaving into a slower channel (a core's ejection port) holds it no longer.
     double read_bytes_per_cycle = 0;
   };
-  // A hop of a route with what a grant needs of it, worked out once per route for packets of
-  // the route's packet size (`timed` packets): the time on the channel, how long it is held, how
-  // long reading from the previous buffer takes, and when the head is ready at the next channel,
-  // all counted from the start (docs/hardware-model.md). Packets of another size (a message's
-  // short last packet), and routes whose times do not fit 32 bits (packets of megabytes), work
-  // them out per grant. 32 bytes, so a step never straddles two cache lines (at 48, half of them
-  // did, and the arrival and the grant each read a step).
+  // A hop of a route: 8 bytes. Every pair of a chip's cores keeps its route (kPairRouteCores),
+  // and uniform traffic on an 8x8 mesh reads them all: at 32 bytes a step (the step's times
+  // worked out once per route) the routes took about 1 MB, the size of the second-level cache,
+  // and a hop's step was the costliest load of the grant; patterns with one destination per
+  // source ran 40% faster per hop than uniform traffic. Times now come from per-channel memos
+  // (a channel's packets mostly have one size). The buffer the packet is read from is the step
+  // before's; the flag says that buffer's read port is faster than this channel (then reading
+  // takes its own, shorter time).
   struct Step {
-    std::uint32_t channel;
-    std::uint32_t buffer;       // where the packet waits after the channel; kNoBuffer at the end
-    std::uint32_t prev_buffer;  // the one it is read from; kNoBuffer on the first hop
-    std::uint8_t cls, prev_cls;
-    std::int32_t dur_fp = 0, hold_fp = 0, read_fp = 0, head_fp = 0;
+    std::uint32_t channel_flag;  // the channel, kReadsFaster set as above
+    std::uint32_t buffer_cls;    // where the packet waits after the channel (kStepEnd at the end), dateline class in bit 31
   };
-  static_assert(sizeof(Step) == 32);
+  static_assert(sizeof(Step) == 8);
+  static constexpr std::uint32_t kLow31 = 0x7FFFFFFFu;
+  static constexpr std::uint32_t kStepEnd = kLow31;  // no buffer after the channel
+  static constexpr std::uint32_t kReadsFaster = 0x80000000u;
+  static std::uint32_t channel_of(const Step& s) { return s.channel_flag & kLow31; }
+  static bool reads_faster(const Step& s) { return (s.channel_flag & kReadsFaster) != 0; }
+  // of a step's buffer_cls
+  static std::uint32_t buffer_of(std::uint32_t buffer_cls) { return buffer_cls & kLow31; }
+  static std::uint8_t cls_of(std::uint32_t buffer_cls) { return static_cast<std::uint8_t>(buffer_cls >> 31); }
   // A route worked out once and shared by the messages that point into its hops.
   struct Route {
     bool coupled = false;
-    bool timed = false;      // its steps' timings hold for packets of packet_bytes
     Bytes packet_bytes = 0;  // of its packets
     std::vector<Step> hops;
   };
@@ -245,7 +250,6 @@ class PacketNetwork : public RoutedTransport {
     std::uint32_t outstanding = 0;  // packets not yet delivered
     Cycles arrival = 0;
     bool coupled = false;
-    bool timed = false;         // its route's steps are timed for its packet size
     std::uint64_t order = 0;    // injection order
     std::uint32_t next = kNil;  // source queue
     const Step* route = nullptr;  // its hops: `own_route`'s, a `pair_routes_` entry's or a `routes_` slot's
@@ -253,18 +257,22 @@ class PacketNetwork : public RoutedTransport {
     std::uint32_t route_slot = kNil;  // the `routes_` slot it uses
     Route own_route;
   };
+  // The step it is at and the buffer it is in are copied in: an arrival reads the packet, then
+  // the channel, and going through the route in between put a third dependent load (mostly a
+  // cache miss) on every hop.
   struct alignas(64) Packet {  // one cache line
     Cycles ready;  // the cycle it reached the channel it waits for
     std::uint64_t seq;  // its age: packets are numbered as their sources put them up
     const Step* route;  // the message's route (its buffer does not move while packets live)
     Bytes bytes;
+    Step step;      // route[hop]
+    std::uint32_t prev_buffer_cls;  // route[hop - 1].buffer_cls: the buffer it is in (kStepEnd: none, as at hop 0)
     std::uint32_t msg;
     std::uint32_t hop;
     std::uint32_t hops;
     std::uint32_t requeued_from;  // the buffer whose room it was sent back for, or kNoBuffer
     bool last;     // the message's last packet
     bool coupled;  // its message's
-    bool timed;    // of its route's packet size: the steps' timings hold for it
   };
   // Events exist only where someone waits: a channel is woken when it frees only if packets wait
   // for it, a buffer when room comes back or its read port frees only if packets were set aside
@@ -299,12 +307,20 @@ class PacketNetwork : public RoutedTransport {
   // The slot holding the route from src to dst, or kNil when the pair's slot is in use by another.
   std::uint32_t cached_route(std::uint32_t src, std::uint32_t dst);
   // On a small system (at most kPairRouteCores cores) every pair of cores has its route worked
-  // out once and kept, and its messages point at it: a chip of 64 cores keeps 4032 routes.
+  // out once and kept, and its messages point at it: a chip of 64 cores keeps 4032 routes. Their
+  // steps sit side by side in blocks that never move (no allocator padding between routes).
   static constexpr std::uint32_t kPairRouteCores = 256;
-  struct PairRoute : Route {
-    bool known = false;  // then never changes: messages point into it
+  struct PairRoute {
+    const Step* hops = nullptr;  // null until known; then never changes: messages point into it
+    std::uint32_t count = 0;
+    bool coupled = false;
+    Bytes packet_bytes = 0;
   };
-  const Route& pair_route(std::uint32_t src, std::uint32_t dst);
+  const PairRoute& pair_route(std::uint32_t src, std::uint32_t dst);
+  static constexpr std::size_t kStepBlock = 8192;  // steps per block of pair_steps_
+  std::vector<std::unique_ptr<Step[]>> pair_steps_;
+  Step* pair_next_ = nullptr;        // the first free step of the last block
+  std::size_t pair_steps_left_ = 0;  // free steps from there
 
   void process_cycle(Cycles t);
   // Puts grants_ (two or more) in age order (lo, hi: the least and greatest seq among them).
@@ -312,6 +328,12 @@ class PacketNetwork : public RoutedTransport {
   void start_message(std::uint32_t m, Cycles t);
   void next_packet(std::uint32_t src, Cycles t);
   TESSERA_HOT_INLINE void wait_at(std::uint32_t packet, Cycles ready);
+  // Moves pk to hop `hop` of its route (step and prev_buffer_cls with it).
+  static void enter_hop(Packet& pk, std::uint32_t hop) {
+    pk.prev_buffer_cls = hop > 0 ? pk.route[hop - 1].buffer_cls : kStepEnd;
+    pk.hop = hop;
+    pk.step = pk.route[hop];
+  }
   TESSERA_HOT_INLINE void mark(std::uint32_t channel);
   TESSERA_HOT_INLINE void try_grant(std::uint32_t channel, Cycles t);
   // The first cycle in which channel ch can start a packet on something free at `fp`: the cycle
@@ -382,6 +404,7 @@ class PacketNetwork : public RoutedTransport {
   std::array<std::uint32_t, kOrderWindow> order_channel_{};    // by age - lo: the grant's channel
   std::vector<CachedRoute> routes_;  // kRouteCacheSlots
   std::vector<PairRoute> pair_routes_;  // src * cores_ + dst, when cores_ <= kPairRouteCores
+  Route pair_scratch_;                  // pair_route()'s route before it is copied into a block
   std::uint32_t cores_ = 0;          // endpoints below this are cores
   std::uint64_t order_ = 0, seq_ = 0, hops_ = 0, live_packets_ = 0;
 };
