@@ -8,7 +8,8 @@ leaving out what measures the host (CPU seconds, memory).
 The cases (15): synthetic traffic at both levels of detail (four rates, uniform and hot spot),
 the collectives at both levels (ring all-reduce on the ACE engine, direct all-to-all), a ring on
 36 chiplets with packets that do not divide the messages (short last packets are timed per
-grant) and with 64 MiB packets (times past the routes' 32-bit timings), and compiled models
+grant; a channel's memo of its last packet size changes) and with 64 MiB packets (times past 32
+bits in 1/1024 cycle), and compiled models
 (ResNet-18 on a mesh chip, NeRF on an exchange chip and across two IPUs, and NeRF on a mesh
 priced by the replay oracle, which resets one engine between plans).
 
@@ -36,7 +37,7 @@ CASES = {
     "alltoall-direct": ["collective", "--config", C / "ace-torus-64.json", "--op", "alltoall", "--algorithm", "direct", "--bytes", "1048576", "--engine", "ideal"],
     "alltoall-direct-flit": ["collective", "--config", C / "ace-torus-16.json", "--op", "alltoall", "--algorithm", "direct", "--bytes", "1048576", "--model", "flit"],
     "ring-36-short-packets": ["collective", "--config", C / "mcm-ring-36.json", "--op", "allreduce", "--bytes", "1179648", "--chunk-bytes", "0", "--engine", "cores", "--packet-bytes", "100"],
-    # 64 MiB packets: times past 32 bits in 1/1024 cycle, so routes are timed per grant
+    # 64 MiB packets: times past 32 bits in 1/1024 cycle
     "ring-36-huge-packets": ["collective", "--config", C / "mcm-ring-36.json", "--op", "allreduce", "--bytes", "2415919104", "--chunk-bytes", "0", "--packet-bytes", "67108864"],
     "resnet18-mesh": ["run", "--config", C / "mesh-10x12.json", "--workload", "resnet-18"],
     "nerf-ipu": ["run", "--config", C / "ipu-mk2.json", "--workload", "nerf"],
