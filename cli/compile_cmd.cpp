@@ -133,6 +133,10 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
   cmd->add_flag("--paper-reconciliation", a.opt.paper_reconciliation,
                 "t10: the paper's memory reconciliation alone (each operator's fastest plan, its setup added after); default: "
                 "also one that prices each plan with its setup, the schedule predicted fastest kept");
+  cmd->add_option("--layout-following", a.opt.layout_following,
+                  "t10: element-wise and row-wise operators take their producer's layout everywhere (all), only where "
+                  "they and their readers are predicted faster (priced), nowhere (none), or the fastest predicted of the three (auto)")
+      ->check(CLI::IsMember({"auto", "all", "priced", "none"}))->capture_default_str();
   cmd->add_flag("--offchip-io", a.opt.offchip_io, "time loading model inputs from off-chip memory and storing outputs (default: inputs start on chip)");
   cmd->add_flag("--functional", a.opt.functional, "carry real values: unrolled program, outputs checked against a reference evaluation");
   cmd->add_option("--inputs", a.inputs, "functional mode: JSON {\"input\": [values]} of model input values (default: generated)");
@@ -183,6 +187,7 @@ int run_cmd(const CompileArgs& a) {
   o.results["cost_model"] = cost_model_name(a);
   o.results["plans_steered_by"] = c.schedule.steered_by;
   if (!c.schedule.plan_choice.empty()) o.results["plan_choice"] = c.schedule.plan_choice;
+  if (!c.schedule.layout_following.empty()) o.results["layout_following"] = c.schedule.layout_following;
   o.results["predicted_cycles"] = c.schedule.predicted_cycles;
   o.results["operator_table"] = report;
   o.results["idle_bytes_per_core"] = c.schedule.idle_bytes_per_core;

@@ -42,6 +42,9 @@ struct Schedule {
   // each operator's fastest plan, its setup added after) or "with-setup" (priced with its setup);
   // empty for VGM and collage schedules.
   std::string plan_choice;
+  // T10: where layout following was applied in the kept schedule (Options::layout_following):
+  // "all", "priced" or "none".
+  std::string layout_following;
   std::vector<OpSchedule> ops;  // one per workload operator
   double predicted_cycles = 0;       // the operators, plus offchip_cycles
   // With --offchip-io: loading the model inputs before the first operator and storing the
@@ -96,6 +99,10 @@ struct Options {
   // its setup added after). Default: also a reconciliation and a choice that price each plan
   // with its setup from the idle layout, the schedule predicted fastest kept (docs/compiler.md).
   bool paper_reconciliation = false;
+  // T10: layout following (docs/compiler.md): "all" (every element-wise or row-wise operator
+  // that can takes its producer's layout), "priced" (only where it and its readers are predicted
+  // faster following), "none", or "auto" (each of the three finished, the fastest predicted kept).
+  std::string layout_following = "auto";
 };
 
 // T10; with a calibrated target model, the better (by that model) of the search it steers and
