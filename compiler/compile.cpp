@@ -78,9 +78,6 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   if (o.planner != "t10" && o.planner != "vgm" && o.planner != "collage")
     throw Error(fmt::format("planner '{}': expected t10, vgm or collage", o.planner));
   if (o.shift_buffer_bytes < 64) throw Error("shift buffer: expected at least 64 bytes");
-  if (o.layout_following != "auto" && o.layout_following != "all" && o.layout_following != "priced" &&
-      o.layout_following != "none")
-    throw Error(fmt::format("layout following '{}': expected auto, all, priced or none", o.layout_following));
   schedule::Options so;
   so.target.config = &cfg;
   so.target.cores = static_cast<std::int64_t>(cfg.total_cores());
@@ -89,7 +86,7 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   so.target.min_padding_ratio = o.min_padding_ratio;
   so.reserve_bytes = o.reserve_bytes;
   so.paper_reconciliation = o.paper_reconciliation;
-  so.layout_following = o.layout_following;
+  so.layout_following = schedule::parse_follow(o.layout_following);
   schedule::FrontCache own_fronts;
   so.fronts = o.fronts ? o.fronts : &own_fronts;
   schedule::SearchMemo memo;  // the searches with less room below measure no gather twice

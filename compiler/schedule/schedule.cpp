@@ -540,6 +540,22 @@ std::optional<plan::Plan> follow_producer(std::size_t i, const ir::Workload& w, 
 
 }  // namespace
 
+const char* follow_name(Follow f) {
+  switch (f) {
+    case Follow::Auto: return "auto";
+    case Follow::All: return "all";
+    case Follow::Priced: return "priced";
+    case Follow::None: return "none";
+  }
+  return "?";
+}
+
+Follow parse_follow(const std::string& name) {
+  for (const Follow f : {Follow::Auto, Follow::All, Follow::Priced, Follow::None})
+    if (name == follow_name(f)) return f;
+  throw Error(fmt::format("layout following '{}': expected auto, all, priced or none", name));
+}
+
 Bytes weight_bytes(const plan::Plan& p, const ir::Workload& w) {
   Bytes b = 0;
   for (const auto& part : p.parts)
@@ -843,11 +859,6 @@ std::vector<std::vector<std::size_t>> readers_of(const ir::Workload& w) {
   return readers;
 }
 
-// Layout following (finish_t10): every element-wise and row-wise operator that can follows its
-// producer's layout; only those that, with their readers, are predicted faster following; or none.
-enum class Follow { All, Priced, None };
-const char* follow_name(Follow f) { return f == Follow::All ? "all" : f == Follow::Priced ? "priced" : "none"; }
-
 // The schedule of a search's choice: layout following for element-wise and row-wise operators
 // (in program order, so a chain of them keeps one layout), then every operator priced as the
 // program will run it. Works on a copy of the fronts, so that several choices can be finished.
@@ -862,7 +873,8 @@ Schedule finish_t10(const ir::Workload& w, const Options& o, Exchanges& exchange
   const std::size_t n = w.ops().size();
   for (auto& f : fronts) f.reserve(f.size() + 1);  // following adds a plan: none moves (the memo keys by address)
   exchanges.forget_plans();  // plans priced by address: these are copies
-  const std::vector<std::vector<std::size_t>> readers = readers_of(w);
+  const std::vector<std::vector<std::size_t>> readers =
+      follow == Follow::Priced ? readers_of(w) : std::vector<std::vector<std::size_t>>{};
   auto priced = [&](std::size_t k) {
     const plan::Plan& a = fronts[k][act[k]];
     const OpSchedule os = exchanges.finish(k, a, fronts[k][idle[k]], exchanges.input(a, k, act, fronts));
@@ -887,8 +899,9 @@ Schedule finish_t10(const ir::Workload& w, const Options& o, Exchanges& exchange
       if (follow == Follow::Priced && searched < with_readers(i)) {  // the search's plan stays (ties follow)
         act[i] = act0;
         idle[i] = idle0;
+        // The memo keeps prices under the popped plan's address; nothing takes that address
+        // again (only a push to this front could, and i is past), so they are never read.
         fronts[i].pop_back();
-        exchanges.forget_plans();  // prices of the popped plan's address
       }
     }
     chosen.push_back(fronts[i][act[i]]);
@@ -1008,7 +1021,7 @@ std::vector<Schedule> search_t10(const ir::Workload& w, const Options& o, std::s
       Schedule sch;
       bool first = true;
       for (const Follow mode : {Follow::All, Follow::Priced, Follow::None}) {
-        if (o.layout_following != "auto" && o.layout_following != follow_name(mode)) continue;
+        if (o.layout_following != Follow::Auto && o.layout_following != mode) continue;
         Schedule other = finish_t10(w, o, exchanges, f, best[k]->act, best[k]->idle, mode);
         other.layout_following = follow_name(mode);
         if (first || other.predicted_cycles < sch.predicted_cycles) sch = std::move(other);

@@ -88,6 +88,11 @@ struct SearchMemo {
   std::shared_ptr<void> state;
 };
 
+enum class Follow { Auto, All, Priced, None };
+const char* follow_name(Follow f);  // "auto", "all", "priced", "none"
+// The mode of a name; throws Error naming the expected ones.
+Follow parse_follow(const std::string& name);
+
 struct Options {
   plan::Target target;
   Bytes reserve_bytes = 0;  // per core, kept for code and runtime (not for tensors)
@@ -99,10 +104,10 @@ struct Options {
   // its setup added after). Default: also a reconciliation and a choice that price each plan
   // with its setup from the idle layout, the schedule predicted fastest kept (docs/compiler.md).
   bool paper_reconciliation = false;
-  // T10: layout following (docs/compiler.md): "all" (every element-wise or row-wise operator
-  // that can takes its producer's layout), "priced" (only where it and its readers are predicted
-  // faster following), "none", or "auto" (each of the three finished, the fastest predicted kept).
-  std::string layout_following = "auto";
+  // T10: layout following (docs/compiler.md): All (every element-wise or row-wise operator
+  // that can takes its producer's layout), Priced (only where it and its readers are predicted
+  // faster following), None, or Auto (each of the three finished, the fastest predicted kept).
+  Follow layout_following = Follow::Auto;
 };
 
 // T10; with a calibrated target model, the better (by that model) of the search it steers and

@@ -301,7 +301,7 @@ void PacketNetwork::next_packet(std::uint32_t src, Cycles t) {
   pk.msg = m;
   pk.requeued_from = kNoBuffer;
   pk.route = msg.route;
-  enter_hop(pk, 0);
+  first_hop(pk);
   pk.hops = msg.hops;
   pk.coupled = msg.coupled;
   pk.bytes = std::min(msg.packet_bytes, msg.unsent);
@@ -418,7 +418,7 @@ void PacketNetwork::try_grant(std::uint32_t c, Cycles t) {
     if (pk.coupled) {
       if (pk.hop == 0) {  // hold the send port, then contend for the receive port
         ch.held = true;
-        enter_hop(pk, 1);
+        next_hop(pk);
         wait_at(w.packet, t);
       } else {
         grant_coupled(w.packet, t);
@@ -576,7 +576,7 @@ void PacketNetwork::grant(std::uint32_t p, Cycles ready, std::uint32_t c, Cycles
     id = msg.id;
   }
   if (pk.hop + 1 < pk.hops) {
-    enter_hop(pk, pk.hop + 1);
+    next_hop(pk);
     Channel& next = channels_[channel_of(pk.step)];
     const std::int64_t head_fp = head_after(ch, dur_fp, std::max<std::int64_t>(duration_fp(next, pk.bytes), kFrac));
     wheel_.push(std::max(t, ceil_cycles(start_fp + head_fp)), Event::of(p, Kind::Ready));

@@ -328,11 +328,16 @@ class PacketNetwork : public RoutedTransport {
   void start_message(std::uint32_t m, Cycles t);
   void next_packet(std::uint32_t src, Cycles t);
   TESSERA_HOT_INLINE void wait_at(std::uint32_t packet, Cycles ready);
-  // Moves pk to hop `hop` of its route (step and prev_buffer_cls with it).
-  static void enter_hop(Packet& pk, std::uint32_t hop) {
-    pk.prev_buffer_cls = hop > 0 ? pk.route[hop - 1].buffer_cls : kStepEnd;
-    pk.hop = hop;
-    pk.step = pk.route[hop];
+  // Puts a new packet at the first hop of its route, or moves pk to the next (the step it
+  // leaves names the buffer it is then in).
+  static void first_hop(Packet& pk) {
+    pk.prev_buffer_cls = kStepEnd;
+    pk.hop = 0;
+    pk.step = pk.route[0];
+  }
+  static void next_hop(Packet& pk) {
+    pk.prev_buffer_cls = pk.step.buffer_cls;
+    pk.step = pk.route[++pk.hop];
   }
   TESSERA_HOT_INLINE void mark(std::uint32_t channel);
   TESSERA_HOT_INLINE void try_grant(std::uint32_t channel, Cycles t);
