@@ -182,3 +182,36 @@ TEST_CASE("A collage of T10 and VGM plans equals the reference, whichever operat
   // The planner itself: whatever it picks computes the same.
   CHECK(compile_and_check(w, cfg, "collage").max_error < 1e-3);
 }
+
+TEST_CASE("A collage with a VGM operator in rounds between T10 operators equals the reference", "[functional][collage]") {
+  // The FFN's down projection from the VGM schedule, in rounds (16 cores of 4 KiB: its operands
+  // do not fit whole, 4 rounds of a quarter of the reduction axis each), its producer and reader
+  // from T10's: the T10 producer stores its output to stripes, every round gathers its slice
+  // from there, the T10 reader gathers the output back.
+  auto w = transformer_block(2, 16, 32, 2, 128);
+  const auto cfg = small_chip(16, 4096);
+  compiler::CompileOptions o;
+  o.functional = true;
+  o.shift_buffer_bytes = 256;
+  o.planner = "t10";
+  const schedule::Schedule t10 = compiler::compile(w, cfg, o).schedule;
+  o.planner = "vgm";
+  const schedule::Schedule vgm = compiler::compile(w, cfg, o).schedule;
+  schedule::Schedule mixed;
+  mixed.planner = "collage";
+  for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    const bool use_vgm = w.ops()[i].name == "down";
+    schedule::OpSchedule os = (use_vgm ? vgm : t10).ops[i];
+    os.planner = use_vgm ? "vgm" : "t10";
+    if (use_vgm) CHECK(os.active.rounds == 4);
+    mixed.ops.push_back(os);
+  }
+  lower::Options lo;
+  lo.functional = true;
+  lo.shift_buffer_bytes = 256;
+  sim::ProgramOptions po;
+  po.functional = true;
+  const Json results =
+      sim::simulate(cfg, sim::parse_program(lower::lower(w, mixed, cfg, lo).json(), w.name, cfg, po)).results;
+  CHECK(compiler::functional_max_error(w, results) < 1e-3);
+}
