@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "sim/common/error.h"
 
@@ -262,40 +263,65 @@ double Fabric::in_order(const std::vector<Message>& messages) const {
       order_time_[k] = durations_[i];
     }
   sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
-  // Senders by when their next message is put up, earliest (then lowest core) on top: a binary
-  // min-heap. Every sender starts at 0 and the cores go in ascending, which is already a heap.
-  heap_.clear();
-  for (std::uint32_t c = 0; c < cores; ++c)
-    if (sender_start_[c] < sender_start_[c + 1]) heap_.push_back({0, c});
-  const auto before = [](const PutUp& a, const PutUp& b) { return a.time != b.time ? a.time < b.time : a.core < b.core; };
-  // The top replaced by `v`, moved down to its place: one pass down where a pop and a push
-  // take a pass down and one up.
-  const auto replace_top = [&](PutUp v) {
-    const std::size_t n = heap_.size();
-    std::size_t i = 0;
-    for (std::size_t child = 1; child < n; child = 2 * i + 1) {
-      if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
-      if (!before(heap_[child], v)) break;
-      heap_[i] = heap_[child];
-      i = child;
-    }
-    heap_[i] = v;
+  // Senders by when their next message is put up, earliest (then lowest core) first. The times
+  // taken never decrease (a sender's next message goes up when its last is taken, no earlier),
+  // so a radix heap serves: non-negative doubles order as their bit patterns, bucket 0 holds the
+  // senders at the time last taken and bucket i those whose time first differs from it in bit
+  // i - 1. The senders of the least time are taken as a group, by core. A binary heap of the
+  // 1,472 senders of an exchange chip mispredicted its way down eleven levels per message: it
+  // was 55-59% of compiling Llama2-7B (perf, 2026-11-29).
+  const auto key = [](double t) {
+    std::uint64_t k;
+    std::memcpy(&k, &t, sizeof k);
+    return k;
   };
+  std::uint64_t last = 0;  // the key of the group being taken
+  const auto bucket = [&](std::uint64_t k) {
+    return k == last ? std::size_t{0} : 64 - static_cast<std::size_t>(__builtin_clzll(k ^ last));
+  };
+  for (auto& b : radix_) b.clear();
+  group_.clear();
+  std::size_t waiting = 0;  // senders in radix_ (not in group_)
+  for (std::uint32_t c = 0; c < cores; ++c)
+    if (sender_start_[c] < sender_start_[c + 1]) group_.push_back({0, c});  // all at 0, by core
   taken_.assign(cores, 0);  // when each receiver's port is next free
   double end = 0;
-  while (!heap_.empty()) {
-    const PutUp up = heap_.front();
-    const std::size_t k = sender_next_[up.core]++;
-    double& receiver_free = taken_[order_to_[k]];
-    receiver_free = std::max(receiver_free, up.time) + order_time_[k];
-    end = std::max(end, receiver_free);
-    if (sender_next_[up.core] < sender_start_[up.core + 1]) {
-      replace_top({receiver_free, up.core});
-    } else {
-      const PutUp last = heap_.back();
-      heap_.pop_back();
-      if (!heap_.empty()) replace_top(last);
+  for (;;) {
+    for (std::size_t g = 0; g < group_.size(); ++g) {
+      const PutUp up = group_[g];
+      const std::size_t k = sender_next_[up.core]++;
+      double& receiver_free = taken_[order_to_[k]];
+      receiver_free = std::max(receiver_free, up.time) + order_time_[k];
+      end = std::max(end, receiver_free);
+      if (sender_next_[up.core] == sender_start_[up.core + 1]) continue;
+      const std::uint64_t next = key(receiver_free);
+      if (next == last) {  // a message of no time: this sender is in the group again, by core
+        const auto pos = std::lower_bound(group_.begin() + static_cast<std::ptrdiff_t>(g) + 1, group_.end(), up.core,
+                                          [](const PutUp& a, std::uint32_t c) { return a.core < c; });
+        group_.insert(pos, {receiver_free, up.core});
+      } else {
+        radix_[bucket(next)].push_back({receiver_free, up.core});
+        ++waiting;
+      }
     }
+    if (waiting == 0) break;
+    // The next group: the first non-empty bucket re-filed around its least time.
+    std::size_t i = 1;
+    while (radix_[i].empty()) ++i;
+    std::uint64_t least = ~std::uint64_t{0};
+    for (const PutUp& u : radix_[i]) least = std::min(least, key(u.time));
+    last = least;
+    group_.clear();
+    for (const PutUp& u : radix_[i]) {
+      if (key(u.time) == last) {
+        group_.push_back(u);
+        --waiting;
+      } else {
+        radix_[bucket(key(u.time))].push_back(u);  // a lower bucket than i
+      }
+    }
+    radix_[i].clear();
+    std::sort(group_.begin(), group_.end(), [](const PutUp& a, const PutUp& b) { return a.core < b.core; });
   }
   return end;
 }

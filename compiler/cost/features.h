@@ -4,6 +4,7 @@
 // port's bandwidth, the most-loaded link under dimension-order routing, hops times the per-hop
 // latency — evaluated in microseconds, without running or replaying anything. The cost model
 // (model.h) weighs them; calibration fits the weights on simulator runs.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -96,7 +97,8 @@ class Fabric {
     double time;
     std::uint32_t core;
   };
-  mutable std::vector<PutUp> heap_;
+  mutable std::array<std::vector<PutUp>, 65> radix_;  // in_order()'s radix heap of senders
+  mutable std::vector<PutUp> group_;                   // and the senders of the least time, by core
   mutable std::vector<std::size_t> sender_start_, sender_next_;  // per core: its first message in order_*, its next
   mutable std::vector<std::uint32_t> order_to_;                   // the messages' receivers, sender by sender, in list order
   mutable std::vector<double> order_time_;                        // and their port times
