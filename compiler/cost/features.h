@@ -98,7 +98,7 @@ class Fabric {
     std::uint32_t core;
   };
   mutable std::array<std::vector<PutUp>, 65> radix_;  // in_order()'s radix heap of senders
-  mutable std::vector<PutUp> group_;                   // and the senders of the least time, by core
+  mutable std::vector<std::uint64_t> group_bits_;     // and the senders of the least time, a bit per core
   mutable std::vector<std::size_t> sender_start_, sender_next_;  // per core: its first message in order_*, its next
   mutable std::vector<std::uint32_t> order_to_;                   // the messages' receivers, sender by sender, in list order
   mutable std::vector<double> order_time_;                        // and their port times
