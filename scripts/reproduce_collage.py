@@ -2,9 +2,10 @@
 """Collage's choice (T10 or VGM per operator) against all-T10 and all-VGM, simulated.
 
 For every built-in model and batch (1, 2, 4 by default), runs `tessera run --planner t10|vgm|collage`
-on configs/ipu-mk2.json and prints, per run: the three simulated latencies, how many operators
-the collage put on VGM, and the collage over the faster of the other two (above 1.00x: the mix is
-faster than either planner alone). A batch that does not fit T10 or VGM is left out.
+on configs/ipu-mk2.json (or --config) and prints, per run: the three simulated latencies, how
+many operators the collage put on VGM, and the collage over the faster of the other two that fit
+(above 1.00x: the mix is faster than either planner alone). A batch that T10 or the collage does
+not fit is left out; one that only VGM does not fit shows it as "-".
 
   scripts/reproduce_collage.py [--tessera build/cli/tessera] [--models opt-6.7b,bert-large]
                                [--batches 1,2,4] [--calibration configs/calibrations/ipu-mk2.json]
@@ -89,15 +90,16 @@ def main():
                 if x.get("failed"):
                     failed = True
                     print(f"  {m} {pl} batch {b}: ERROR: {x['error']}", file=sys.stderr)
-            if not all(x["fits"] for x in r.values()):
+            if not (r["t10"]["fits"] and r["collage"]["fits"]):
                 continue
             t, v, c = r["t10"], r["vgm"], r["collage"]
-            best = min(t["cycles"], v["cycles"])
+            best = min(x["cycles"] for x in (t, v) if x["fits"])
             row = {"model": m, "batch": b, "t10": t, "vgm": v, "collage": c,
                    "collage_over_best": best / c["cycles"]}
             rows.append(row)
             on = f"{c.get('on_vgm', 0)}/{c.get('operators', '?')}"
-            print(f"{m:<12} {b:>5} {t['ms']:>9.3f} {v['ms']:>9.3f} {c['ms']:>10.3f} {on:>9} "
+            vgm_ms = f"{v['ms']:.3f}" if v["fits"] else "-"
+            print(f"{m:<12} {b:>5} {t['ms']:>9.3f} {vgm_ms:>9} {c['ms']:>10.3f} {on:>9} "
                   f"{row['collage_over_best']:>7.3f}x {c['predicted_cycles'] / c['cycles']:>9.3f}x", flush=True)
     if rows:
         ratios = [r["collage_over_best"] for r in rows]
