@@ -634,12 +634,8 @@ class Lowerer {
     const ir::Operator& op = w_.ops()[i];
     const plan::Plan& p = s_.ops[i].active;
     const auto a = static_cast<std::size_t>(p.round_axis);
-    const std::int64_t chunk = (p.len[a] + p.rounds - 1) / p.rounds;
-    plan::Plan q = p;  // one round: the slice of the axis, computed in one step
-    q.len[a] = chunk;
-    q.round_axis = -1;
-    q.rounds = 1;
-    q.steps = 1;
+    const plan::Plan q = plan::one_round(p);  // the slice of the axis, computed in one step
+    const std::int64_t chunk = q.len[a];
     const int t_input = tag(op.name, "input"), t_main = tag(op.name, "main");
     tag(op.name, "setup");
     const std::size_t nin = op.expr.inputs.size();

@@ -545,6 +545,16 @@ Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, i
   return q;
 }
 
+Plan one_round(const Plan& p) {
+  const auto a = static_cast<std::size_t>(p.round_axis);
+  Plan q = p;
+  q.len[a] = cdiv(p.len[a], p.rounds);
+  q.round_axis = -1;
+  q.rounds = 1;
+  q.steps = 1;
+  return q;
+}
+
 std::vector<Plan> pareto_front(std::vector<Plan> plans) {
   std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
     if (a.cost.total_cycles != b.cost.total_cycles) return a.cost.total_cycles < b.cost.total_cycles;

@@ -111,6 +111,9 @@ std::vector<Plan> enumerate_plans(const ir::Operator& op, const ir::Workload& w,
 // The same plan run in `rounds` rounds along reduction axis `axis` (VGM sub-operator sizing).
 Plan with_rounds(const Plan& p, const ir::Operator& op, const ir::Workload& w, int axis,
                  std::int64_t rounds, const Target& t);
+// One round of a plan in rounds (p.rounds > 1): the first slice of the round axis, computed in
+// one step. Lowering runs every round as this plan at its offset; the collage prices it.
+Plan one_round(const Plan& p);
 // Non-dominated plans in (time, memory), fastest first.
 std::vector<Plan> pareto_front(std::vector<Plan> plans);
 

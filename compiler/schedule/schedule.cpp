@@ -282,12 +282,7 @@ class Exchanges {
   // collage off VGM where VGM is 16% faster: the FFN's down projection).
   double vgm_price(std::size_t i, const plan::Plan& p) {
     if (p.rounds <= 1 || p.round_axis < 0) return p.cost.compute_cycles + striped_price(i, p, Parts::All);
-    const auto a = static_cast<std::size_t>(p.round_axis);
-    plan::Plan& q = round_plans_.emplace_back(p);  // kept: moved() memoises by the plan's address
-    q.len[a] = (p.len[a] + p.rounds - 1) / p.rounds;
-    q.round_axis = -1;
-    q.rounds = 1;
-    q.steps = 1;
+    const plan::Plan& q = round_plans_.emplace_back(plan::one_round(p));  // kept: moved() memoises by address
     Gather in;
     for (std::size_t k = 0; k + 1 < q.parts.size(); ++k) in.moves.push_back({k, nullptr, 0, 0});
     const Moved& m = moved(i, q, in.moves);

@@ -70,6 +70,38 @@ ir::Workload transformer_block(std::int64_t batch, std::int64_t seq, std::int64_
   return w;
 }
 
+// The T10 and the VGM schedules of `w` on `cfg` (functional, a tiny shift buffer).
+std::pair<schedule::Schedule, schedule::Schedule> both_schedules(const ir::Workload& w, const sim::Config& cfg) {
+  compiler::CompileOptions o;
+  o.functional = true;
+  o.shift_buffer_bytes = 256;
+  o.planner = "t10";
+  schedule::Schedule t10 = compiler::compile(w, cfg, o).schedule;
+  o.planner = "vgm";
+  return {std::move(t10), compiler::compile(w, cfg, o).schedule};
+}
+
+// Operator i's plan from the VGM schedule where use_vgm[i], else from T10's, lowered and run in
+// functional mode: the largest error against the reference.
+double mixed_error(const ir::Workload& w, const sim::Config& cfg, const schedule::Schedule& t10,
+                   const schedule::Schedule& vgm, const std::vector<bool>& use_vgm) {
+  schedule::Schedule mixed;
+  mixed.planner = "collage";
+  for (std::size_t i = 0; i < w.ops().size(); ++i) {
+    schedule::OpSchedule os = (use_vgm[i] ? vgm : t10).ops[i];
+    os.planner = use_vgm[i] ? "vgm" : "t10";
+    mixed.ops.push_back(os);
+  }
+  lower::Options lo;
+  lo.functional = true;
+  lo.shift_buffer_bytes = 256;
+  sim::ProgramOptions po;
+  po.functional = true;
+  const Json results =
+      sim::simulate(cfg, sim::parse_program(lower::lower(w, mixed, cfg, lo).json(), w.name, cfg, po)).results;
+  return compiler::functional_max_error(w, results);
+}
+
 }  // namespace
 
 TEST_CASE("functional: a weight two operators read at different constant indices", "[functional]") {
@@ -150,34 +182,17 @@ TEST_CASE("A collage of T10 and VGM plans equals the reference, whichever operat
   // the lowering moves tensors between T10 layouts and VGM stripes at every switch.
   auto w = transformer_block(2, 16, 32, 2, 128);
   const auto cfg = small_chip(16, 16384);
-  compiler::CompileOptions o;
-  o.functional = true;
-  o.shift_buffer_bytes = 256;
-  o.planner = "t10";
-  const schedule::Schedule t10 = compiler::compile(w, cfg, o).schedule;
-  o.planner = "vgm";
-  const schedule::Schedule vgm = compiler::compile(w, cfg, o).schedule;
+  const auto [t10, vgm] = both_schedules(w, cfg);
   for (int first : {0, 1}) {
-    schedule::Schedule mixed;
-    mixed.planner = "collage";
+    std::vector<bool> use_vgm(w.ops().size());
     std::size_t on_vgm = 0;
     for (std::size_t i = 0; i < w.ops().size(); ++i) {
-      const bool use_vgm = (i + static_cast<std::size_t>(first)) % 2 == 1;
-      schedule::OpSchedule os = (use_vgm ? vgm : t10).ops[i];
-      os.planner = use_vgm ? "vgm" : "t10";
-      on_vgm += use_vgm;
-      mixed.ops.push_back(os);
+      use_vgm[i] = (i + static_cast<std::size_t>(first)) % 2 == 1;
+      on_vgm += use_vgm[i];
     }
     CHECK(on_vgm > 0);
     CHECK(on_vgm < w.ops().size());
-    lower::Options lo;
-    lo.functional = true;
-    lo.shift_buffer_bytes = 256;
-    sim::ProgramOptions po;
-    po.functional = true;
-    const Json results =
-        sim::simulate(cfg, sim::parse_program(lower::lower(w, mixed, cfg, lo).json(), w.name, cfg, po)).results;
-    CHECK(compiler::functional_max_error(w, results) < 1e-3);
+    CHECK(mixed_error(w, cfg, t10, vgm, use_vgm) < 1e-3);
   }
   // The planner itself: whatever it picks computes the same.
   CHECK(compile_and_check(w, cfg, "collage").max_error < 1e-3);
@@ -190,28 +205,11 @@ TEST_CASE("A collage with a VGM operator in rounds between T10 operators equals 
   // from there, the T10 reader gathers the output back.
   auto w = transformer_block(2, 16, 32, 2, 128);
   const auto cfg = small_chip(16, 4096);
-  compiler::CompileOptions o;
-  o.functional = true;
-  o.shift_buffer_bytes = 256;
-  o.planner = "t10";
-  const schedule::Schedule t10 = compiler::compile(w, cfg, o).schedule;
-  o.planner = "vgm";
-  const schedule::Schedule vgm = compiler::compile(w, cfg, o).schedule;
-  schedule::Schedule mixed;
-  mixed.planner = "collage";
+  const auto [t10, vgm] = both_schedules(w, cfg);
+  std::vector<bool> use_vgm(w.ops().size());
   for (std::size_t i = 0; i < w.ops().size(); ++i) {
-    const bool use_vgm = w.ops()[i].name == "down";
-    schedule::OpSchedule os = (use_vgm ? vgm : t10).ops[i];
-    os.planner = use_vgm ? "vgm" : "t10";
-    if (use_vgm) CHECK(os.active.rounds == 4);
-    mixed.ops.push_back(os);
+    use_vgm[i] = w.ops()[i].name == "down";
+    if (use_vgm[i]) CHECK(vgm.ops[i].active.rounds == 4);
   }
-  lower::Options lo;
-  lo.functional = true;
-  lo.shift_buffer_bytes = 256;
-  sim::ProgramOptions po;
-  po.functional = true;
-  const Json results =
-      sim::simulate(cfg, sim::parse_program(lower::lower(w, mixed, cfg, lo).json(), w.name, cfg, po)).results;
-  CHECK(compiler::functional_max_error(w, results) < 1e-3);
+  CHECK(mixed_error(w, cfg, t10, vgm, use_vgm) < 1e-3);
 }
