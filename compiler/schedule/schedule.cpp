@@ -276,10 +276,8 @@ class Exchanges {
   // to the next round's gather as soon as its own slice is in and computed, so rounds overlap:
   // the period is at least the round's gather G (the put-up order's chain to its last message)
   // and each core's busiest port plus its compute, max(G, port + C), and at most G + C; it is
-  // priced at the middle of the two. Measured on OPT-6.7B at batch 4 (ipu-mk2, four operators
-  // of 8 to 32 rounds) the simulated period lies 17-43% of the way up from the lower end, so
-  // the middle prices these operators 7-13% high (the sum of the rounds, 18-35% high, kept the
-  // collage off VGM where VGM is 16% faster: the FFN's down projection).
+  // priced at the middle of the two (docs/compiler.md, "Collage", has the measured error; the
+  // sum of the rounds priced too high kept the collage off VGM where VGM is faster).
   double vgm_price(std::size_t i, const plan::Plan& p) {
     if (p.rounds <= 1 || p.round_axis < 0) return p.cost.compute_cycles + striped_price(i, p, Parts::All);
     const plan::Plan& q = round_plans_.emplace_back(plan::one_round(p));  // kept: moved() memoises by address
