@@ -113,19 +113,19 @@ double Fabric::hops(std::uint32_t from, std::uint32_t to) const {
   return way(a % cols_, b % cols_, cols_, torus_).first + way(a / cols_, b / cols_, rows_, torus_).first;
 }
 
-// Adds `bytes` to every mesh link of the X-then-Y route (links indexed node * 4 + direction).
-void Fabric::route(std::uint32_t from, std::uint32_t to, double bytes, std::vector<double>& link_bytes) const {
+// Adds `cycles` to every mesh link of the X-then-Y route (links indexed node * 4 + direction).
+void Fabric::route(std::uint32_t from, std::uint32_t to, double cycles, std::vector<double>& link_cycles) const {
   const std::uint32_t chip = from / chip_cores_, base = chip * chip_cores_ * 4;
   std::uint32_t c = (from % chip_cores_) % cols_, r = (from % chip_cores_) / cols_;
   const std::uint32_t tc = (to % chip_cores_) % cols_, tr = (to % chip_cores_) / cols_;
   auto [nx, dx] = way(c, tc, cols_, torus_);
   for (; nx > 0; --nx) {
-    link_bytes[base + (r * cols_ + c) * 4 + (dx > 0 ? 0 : 1)] += bytes;
+    link_cycles[base + (r * cols_ + c) * 4 + (dx > 0 ? 0 : 1)] += cycles;
     c = (c + cols_ + static_cast<std::uint32_t>(dx)) % cols_;
   }
   auto [ny, dy] = way(r, tr, rows_, torus_);
   for (; ny > 0; --ny) {
-    link_bytes[base + (r * cols_ + c) * 4 + (dy > 0 ? 2 : 3)] += bytes;
+    link_cycles[base + (r * cols_ + c) * 4 + (dy > 0 ? 2 : 3)] += cycles;
     r = (r + rows_ + static_cast<std::uint32_t>(dy)) % rows_;
   }
 }
@@ -173,12 +173,21 @@ double Fabric::route_chips(std::uint32_t from, std::uint32_t to, double bytes) c
   return latency;
 }
 
-// A message holds its ports for whole cycles (an exchange transfer) or for at least one cycle
-// per packet (a mesh injection port): many small messages cost more than their bytes.
+// A mesh channel (a link, an injection or ejection port) holds each packet for whole cycles
+// (docs/hardware-model.md): a message's full packets and its last, partial one, each rounded
+// up. Many small messages cost a cycle each, not their bytes.
+double Fabric::packet_cycles(Bytes bytes, double bytes_per_cycle) const {
+  const Bytes full = bytes / packet_bytes_, rest = bytes % packet_bytes_;
+  const auto whole = [&](Bytes b) { return std::ceil(static_cast<double>(b) / bytes_per_cycle); };
+  return static_cast<double>(full) * whole(packet_bytes_) + (rest > 0 || full == 0 ? std::max(1.0, whole(rest)) : 0.0);
+}
+
+// A message holds its ports for whole cycles (an exchange transfer), or each of its packets for
+// whole cycles (a mesh injection or ejection port).
 double Fabric::port_time(Bytes bytes) const {
   const auto b = static_cast<double>(bytes);
   if (rows_ == 0) return std::max(std::ceil(b / send_bw_), std::ceil(b / recv_bw_));
-  return std::max(std::ceil(b / static_cast<double>(packet_bytes_)), b / std::min(send_bw_, recv_bw_));
+  return packet_cycles(bytes, std::min(send_bw_, recv_bw_));
 }
 
 GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
@@ -199,7 +208,6 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
   double last_time = port_time(0);  // messages of one gather are mostly of one size: divide once
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
-    const auto b = static_cast<double>(m.bytes);
     if (m.from == m.to) {  // a copy on the vector unit, issued per piece
       local[m.from] += copy_cycles(m.bytes);
       continue;
@@ -216,7 +224,7 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
     const std::uint32_t cf = m.from / chip_cores_, ct = m.to / chip_cores_;
     double chip_latency = 0;
     if (cf != ct) chip_latency = route_chips(cf, ct, chip_link_bytes(m.bytes));
-    else if (rows_) route(m.from, m.to, b, links);
+    else if (rows_) route(m.from, m.to, packet_cycles(m.bytes, link_bw_), links);
     const double lat = latency_ + hops(m.from, m.to) * hop_latency_ + chip_latency;
     f.latency_cycles = std::max(f.latency_cycles, lat);
   }
@@ -225,12 +233,14 @@ GatherFeatures Fabric::gather(const std::vector<Message>& messages) const {
     f.messages = std::max({f.messages, sends[c], recvs[c]});
     f.local_cycles = std::max(f.local_cycles, local[c]);
   }
-  for (double l : links) f.link_cycles = std::max(f.link_cycles, l / link_bw_);
+  for (double l : links) f.link_cycles = std::max(f.link_cycles, l);
   for (std::size_t i = 0; i < chip_links_.size(); ++i)
     if (chip_links_[i] > 0)
       f.chip_link_cycles = std::max(f.chip_link_cycles,
                                     chip_links_[i] / cfg_.system.dimensions[i / slots_ % dims_].bytes_per_cycle());
-  f.order_cycles = in_order(messages);
+  // On a mesh the recurrence holds ports only, and the busiest link can take longer than the
+  // ports' order: the gather takes at least both (docs/cost.md, "Packets on a mesh").
+  f.order_cycles = std::max(in_order(messages), f.link_cycles);
   return f;
 }
 
@@ -249,18 +259,30 @@ double Fabric::in_order(const std::vector<Message>& messages) const {
   const std::size_t cores = sent_.size();
   // Each sender's messages in list order, as receivers and port times side by side (a counting
   // sort by sender: the loop below then reads them in sequence).
+  // On a mesh the entries are packets, not messages: receivers take packets oldest first, so
+  // messages to one receiver interleave, and a sender's next message waits for all of them.
+  const auto pieces = [&](const Message& m) -> std::size_t {
+    return rows_ > 0 ? std::max<std::size_t>(1, (m.bytes + packet_bytes_ - 1) / packet_bytes_) : 1;
+  };
   sender_start_.assign(cores + 1, 0);
   for (const Message& m : messages)
-    if (m.from != m.to) ++sender_start_[m.from + 1];
+    if (m.from != m.to) sender_start_[m.from + 1] += pieces(m);
   for (std::size_t c = 0; c < cores; ++c) sender_start_[c + 1] += sender_start_[c];
   order_to_.resize(sender_start_[cores]);
   order_time_.resize(sender_start_[cores]);
   sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
   for (std::size_t i = 0; i < messages.size(); ++i)
     if (messages[i].from != messages[i].to) {
-      const std::size_t k = sender_next_[messages[i].from]++;
-      order_to_[k] = messages[i].to;
-      order_time_[k] = durations_[i];
+      const std::size_t n = pieces(messages[i]);
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t k = sender_next_[messages[i].from]++;
+        order_to_[k] = messages[i].to;
+        if (n == 1) order_time_[k] = durations_[i];
+        else {
+          const Bytes b = j + 1 < n ? packet_bytes_ : messages[i].bytes - (n - 1) * packet_bytes_;
+          order_time_[k] = port_time(b);
+        }
+      }
     }
   sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
   // Senders by when their next message is put up, earliest (then lowest core) first. The times

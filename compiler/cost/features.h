@@ -46,10 +46,10 @@ struct Message {
 };
 
 struct GatherFeatures {
-  double port_cycles = 0;      // busiest core port: max over cores of its messages' port time (bytes / bandwidth, in whole cycles per exchange message or at least one per mesh packet)
-  double link_cycles = 0;      // busiest mesh link under X-then-Y routing (0 on an exchange chip)
+  double port_cycles = 0;      // busiest core port: max over cores of its messages' port time (bytes / bandwidth, in whole cycles per exchange message or per mesh packet)
+  double link_cycles = 0;      // busiest mesh link under X-then-Y routing, whole cycles per packet (0 on an exchange chip)
   double chip_link_cycles = 0; // busiest link between chips: bytes / its rate, routed in dimension order as the system routes
-  double order_cycles = 0;     // the messages in program order under port holding (a max-plus recurrence), until the last is taken
+  double order_cycles = 0;     // the messages (on a mesh: packets) in program order under port holding (a max-plus recurrence), until the last is taken; on a mesh at least link_cycles
   double messages = 0;         // most messages any core sends or receives
   double local_cycles = 0;     // most local copying on a core, on the vector unit (per piece: issue + lane groups)
   double latency_cycles = 0;   // the longest path's fixed latency (exchange latency, or hops x hop latency)
@@ -73,7 +73,9 @@ class Fabric {
   double hops(std::uint32_t from, std::uint32_t to) const;
   double port_time(Bytes bytes) const;
   double in_order(const std::vector<Message>& messages) const;
-  void route(std::uint32_t from, std::uint32_t to, double bytes, std::vector<double>& link_bytes) const;
+  // Cycles a mesh channel at `bytes_per_cycle` is held by a message of `bytes`.
+  double packet_cycles(Bytes bytes, double bytes_per_cycle) const;
+  void route(std::uint32_t from, std::uint32_t to, double cycles, std::vector<double>& link_cycles) const;
   // What a message of `bytes` occupies a chip link for, in bytes at the link's rate.
   double chip_link_bytes(Bytes bytes) const;
   // Adds `bytes` to every chip link from chip `from` to chip `to` (chip_links_, by link_index);

@@ -79,9 +79,11 @@ TEST_CASE("gather features on a mesh: links under X-then-Y routing, hops, local 
   const cost::GatherFeatures f = fabric.gather({{0, 3, 1024}, {1, 3, 512}, {2, 2, 64}, {0, 1, 256}});
   CHECK(f.port_cycles == Approx(48));
   CHECK(f.link_cycles == Approx(48));
-  // In order: core 3 takes 0->3 (32 cycles) then 1->3 (16): 48; 0->1 then waits for core 0's
-  // port until 32 and ends at 40.
-  CHECK(f.order_cycles == Approx(48));
+  // In order, packet by packet (256 B, 8 cycles each): core 3 takes core 0's first packet (0-8),
+  // core 1's first (8-16), core 0's second, put up at 8 (16-24), core 1's second, put up at 16
+  // (24-32), then core 0's last two (32-48); core 0's packet to core 1 goes up at 48 and ends at
+  // 56. Whole messages would have ended at 40 (core 0's port free at 32).
+  CHECK(f.order_cycles == Approx(56));
   CHECK(f.messages == 2);
   CHECK(f.latency_cycles == 9);
   CHECK(f.local_cycles == 4);
@@ -92,6 +94,34 @@ TEST_CASE("gather features on a mesh: links under X-then-Y routing, hops, local 
   CHECK(r.link_cycles == Approx(16));
   CHECK(r.port_cycles == Approx(16));
   CHECK(r.latency_cycles == 3);
+}
+
+TEST_CASE("gather features on a mesh: a channel holds each packet for whole cycles", "[cost][features]") {
+  // Cores 0 and 1 of a 1x4 mesh each send eight 2-byte messages to core 3. A mesh channel holds a
+  // packet at least a cycle (docs/hardware-model.md), so the link 2->3 and core 3's port are busy
+  // 16 cycles, not the 32 bytes' one cycle at 32 B/cycle.
+  const sim::Config cfg = sim::parse_config(test::mesh_config(1, 4), "test");
+  std::vector<cost::Message> m;
+  test::ProgramBuilder p;
+  for (std::uint32_t c : {0u, 1u, 3u}) p.alloc(c, "buf", 64);
+  for (int i = 0; i < 8; ++i)
+    for (std::uint32_t from : {0u, 1u}) {
+      m.push_back({from, 3, 2});
+      p.send(from, 3, 2).recv(3, from, 2);
+    }
+  const cost::GatherFeatures f = cost::Fabric(cfg).gather(m);
+  CHECK(f.link_cycles == Approx(16));
+  CHECK(f.port_cycles == Approx(16));
+  CHECK(f.order_cycles == Approx(16));
+  // The simulator (24 cycles): the 16 packets through the busiest link, and one path's latency
+  // at most (the bytes' one cycle would say 10).
+  const auto simulated = static_cast<double>(test::total(test::run(test::mesh_config(1, 4), p.json())));
+  CHECK(simulated >= f.link_cycles);
+  CHECK(simulated <= f.link_cycles + f.latency_cycles);
+  // 300 bytes: a packet of 256 (8 cycles) and one of 44 (2 cycles, not 1.4).
+  const cost::GatherFeatures g = cost::Fabric(cfg).gather({{0, 1, 300}});
+  CHECK(g.link_cycles == Approx(10));
+  CHECK(g.port_cycles == Approx(10));
 }
 
 TEST_CASE("off-chip I/O spreads over every chip's channels", "[cost][features]") {
