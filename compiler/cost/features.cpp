@@ -179,7 +179,7 @@ double Fabric::route_chips(std::uint32_t from, std::uint32_t to, double bytes) c
 double Fabric::packet_cycles(Bytes bytes, double bytes_per_cycle) const {
   const Bytes full = bytes / packet_bytes_, rest = bytes % packet_bytes_;
   const auto whole = [&](Bytes b) { return std::ceil(static_cast<double>(b) / bytes_per_cycle); };
-  return static_cast<double>(full) * whole(packet_bytes_) + (rest > 0 || full == 0 ? std::max(1.0, whole(rest)) : 0.0);
+  return static_cast<double>(full) * whole(packet_bytes_) + (rest > 0 ? whole(rest) : 0.0);
 }
 
 // A message holds its ports for whole cycles (an exchange transfer), or each of its packets for

@@ -82,7 +82,8 @@ TEST_CASE("gather features on a mesh: links under X-then-Y routing, hops, local 
   // In order, packet by packet (256 B, 8 cycles each): core 3 takes core 0's first packet (0-8),
   // core 1's first (8-16), core 0's second, put up at 8 (16-24), core 1's second, put up at 16
   // (24-32), then core 0's last two (32-48); core 0's packet to core 1 goes up at 48 and ends at
-  // 56. Whole messages would have ended at 40 (core 0's port free at 32).
+  // 56. By whole messages it was 48 (core 3 busy until 48, core 0's message to core 1 ending at
+  // 40): the packets of the two messages into core 3 interleave, so core 0 is held longer.
   CHECK(f.order_cycles == Approx(56));
   CHECK(f.messages == 2);
   CHECK(f.latency_cycles == 9);
@@ -114,7 +115,7 @@ TEST_CASE("gather features on a mesh: a channel holds each packet for whole cycl
   CHECK(f.port_cycles == Approx(16));
   CHECK(f.order_cycles == Approx(16));
   // The simulator (24 cycles): the 16 packets through the busiest link, and one path's latency
-  // at most (the bytes' one cycle would say 10).
+  // at most (by bytes the link would have been busy one cycle).
   const auto simulated = static_cast<double>(test::total(test::run(test::mesh_config(1, 4), p.json())));
   CHECK(simulated >= f.link_cycles);
   CHECK(simulated <= f.link_cycles + f.latency_cycles);
