@@ -7,7 +7,8 @@ Writes results.json and tables.md under --out:
   throughput  MMT, CANDLE-Uno and DLRM on 4, 8, 16 and 32 devices (mini-batch as in the thesis:
               16, 1024 and 64 samples per device): GraphPipe vs the sequential pipeline, simulated
               samples/s, their ratio, pipeline depths, search CPU time and DP states
-  branches    CANDLE-Uno with 2, 4, 8 and 16 branches on 4, 8 and 16 devices: the ratio
+  branches    CANDLE-Uno with 2, 4, 8 and 16 branches on 4, 8 and 16 devices: the ratio, with data
+              parallelism and without (--max-replicas 1)
   no DP       the same models and devices with one replica per stage (--max-replicas 1): the
               ratio when the planners cannot balance stages by data parallelism
   case study  the 2-branch model (4 x [MHA, 2 linear] per branch) on 8 devices: stages, depth,
@@ -78,14 +79,16 @@ def throughput(args, estimates):
 
 
 def branches(args):
-    rows = ["| branches | 4 devices | 8 devices | 16 devices |", "|---|---|---|---|"]
+    rows = ["| branches | 4 devices | 8 devices | 16 devices | no DP: 4 devices | no DP: 8 devices | no DP: 16 devices |",
+            "|---|---|---|---|---|---|---|"]
     data = []
     for b in [2, 4, 8, 16]:
         cells = []
-        for devices in [4, 8, 16]:
-            r = run(args.tessera, "candle-uno", devices, "--branches", str(b))
-            cells.append(f"{r['graphpipe_over_sequential']['simulated_throughput']:.2f}x")
-            data.append(r)
+        for extra in ([], ["--max-replicas", "1"]):
+            for devices in [4, 8, 16]:
+                r = run(args.tessera, "candle-uno", devices, "--branches", str(b), *extra)
+                cells.append(f"{r['graphpipe_over_sequential']['simulated_throughput']:.2f}x")
+                data.append(r)
         rows.append(f"| {b} | " + " | ".join(cells) + " |")
     return rows, data
 
@@ -182,7 +185,7 @@ def main():
     est_rows = [f"Estimated vs simulated iteration over the {len(errs)} runs of the throughput table: mean absolute "
                 f"error {100 * sum(errs) / len(errs):.1f}%, largest {100 * max(errs):.1f}%."]
     md = ["### Throughput: GraphPipe vs the sequential pipeline (simulated)", "", *tp_rows, "",
-          "### Branch count (CANDLE-Uno, GraphPipe / sequential, simulated)", "", *br_rows, "",
+          "### Branch count (CANDLE-Uno, GraphPipe / sequential, simulated; no DP: --max-replicas 1)", "", *br_rows, "",
           "### Without data parallelism (one replica per stage, GraphPipe / sequential)", "", *nd_rows, "",
           "### Case study: two branches on 8 devices", "", *cs_rows, "",
           "### Micro-batch schedules (GraphPipe plans, simulated samples/s)", "", *sc_rows, "",
