@@ -271,18 +271,17 @@ double Fabric::in_order(const std::vector<Message>& messages) const {
   order_to_.resize(sender_start_[cores]);
   order_time_.resize(sender_start_[cores]);
   sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
+  const double full_packet = rows_ > 0 ? port_time(packet_bytes_) : 0;
   for (std::size_t i = 0; i < messages.size(); ++i)
     if (messages[i].from != messages[i].to) {
       const std::size_t n = pieces(messages[i]);
-      for (std::size_t j = 0; j < n; ++j) {
-        const std::size_t k = sender_next_[messages[i].from]++;
+      std::size_t& k = sender_next_[messages[i].from];
+      for (std::size_t j = 0; j + 1 < n; ++j, ++k) {  // the full packets of a message of several
         order_to_[k] = messages[i].to;
-        if (n == 1) order_time_[k] = durations_[i];
-        else {
-          const Bytes b = j + 1 < n ? packet_bytes_ : messages[i].bytes - (n - 1) * packet_bytes_;
-          order_time_[k] = port_time(b);
-        }
+        order_time_[k] = full_packet;
       }
+      order_to_[k] = messages[i].to;  // its last (or only) one
+      order_time_[k++] = n == 1 ? durations_[i] : port_time(messages[i].bytes - (n - 1) * packet_bytes_);
     }
   sender_next_.assign(sender_start_.begin(), sender_start_.end() - 1);
   // Senders by when their next message is put up, earliest (then lowest core) first. The times
