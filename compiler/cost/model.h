@@ -27,7 +27,7 @@ struct Terms {
   double shift_link_cycles = 0;  // per piece, the busiest mesh link of the plan's rings
   double shift_chip_link_cycles = 0;  // per piece, the busiest chip link's time beyond the round's ordered port time
   double sync_cycles = 0;      // one barrier per rotated piece, at the config's sync latency
-  double barrier_cycles = 0;   // the operator's closing barrier, at the latency of its group (chip or system)
+  double barrier_cycles = 0;   // the operator's closing barrier over all the config's cores (chip or system latency)
   // Gathering activation inputs into the plan's layout, and weights from their idle layout into
   // the active one (setup): the gather's features (features.h, GatherFeatures).
   // The chip-link terms are the busiest link between chips beyond the busiest port (0 when the

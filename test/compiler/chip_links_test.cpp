@@ -65,3 +65,50 @@ TEST_CASE("plans across chips: the link between the chips is priced at its rate"
   CHECK(fast.predicted == Approx(fast.simulated).epsilon(0.10));
   CHECK(slow.predicted == Approx(slow.simulated).epsilon(0.10));
 }
+
+TEST_CASE("plans on one chip's cores still close with the system's barrier", "[compiler][multichip]") {
+  // Lowering ends every operator with a barrier over all the config's cores: on two chips that
+  // is the system's barrier (300 cycles here), whatever cores the plan uses. The feature took the
+  // plan's cores until 2026-11-30 and priced a plan on chip 0 alone at the chip's 100 cycles.
+  const sim::Config cfg = two_chips(2);
+  ir::Workload w;
+  w.name = "scale";
+  w.add_tensor("X", {8, 64}, ir::TensorRole::Input);
+  w.add_op("op", "Y[m,n] = X[m,n] * 0.5");
+  w.finalize();
+  plan::Target t;
+  t.config = &cfg;
+  t.cores = 16;
+  std::string why;
+  const auto p = plan::make_plan(w.ops()[0], w, {{"m", 8}}, {}, t, &why);  // rows over cores 0-7: chip 0
+  REQUIRE(p);
+  REQUIRE(p->cores == 8);
+  const plan::Cost c = plan::estimate(*p, w.ops()[0], t);
+  CHECK(c.terms.barrier_cycles == 300);
+  CHECK(c.terms.sync_cycles == 0);  // no rotation: no barrier of the plan's own
+}
+
+TEST_CASE("a follower's bias rests in the followed layout when there is room", "[compiler][multichip]") {
+  // A bias add after a matmul follows the matmul's layout; its 64-element bias then rests in that
+  // layout from the start (no setup gather) where the cores have room for it. Before, it kept
+  // the leanest layout and was gathered into the followed one before every run of the add.
+  const sim::Config cfg = two_chips(2);
+  ir::Workload w;
+  w.name = "linear";
+  w.add_tensor("A", {64, 256}, ir::TensorRole::Input);
+  w.add_tensor("B", {256, 64}, ir::TensorRole::Weight);
+  w.add_tensor("b", {64}, ir::TensorRole::Weight);
+  w.add_op("mm", "X[m,n] += A[m,k] * B[k,n]");
+  w.add_op("bias", "Y[m,n] = X[m,n] + b[n]");
+  w.finalize();
+  compiler::CompileOptions o;
+  o.layout_following = "all";
+  const auto c = compiler::compile(w, cfg, o);
+  const schedule::OpSchedule& bias = c.schedule.ops.at(1);
+  REQUIRE(c.schedule.layout_following == "all");
+  CHECK(bias.idle.same_as(bias.active));
+  CHECK(bias.setup_cycles == 0);
+  const Json r = sim::simulate(cfg, c.program.program(cfg)).results;
+  for (const auto& op : r["operators"])
+    if (op["name"] == "bias") CHECK(op["setup_cycles"].get<double>() == 0);
+}
