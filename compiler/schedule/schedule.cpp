@@ -1078,8 +1078,10 @@ std::vector<Schedule> search_t10(const ir::Workload& w, const Options& o, std::s
       }
       sch.planner = s.planner;
       sch.plan_choice = k == 0 ? "fastest" : "with-setup";
-      sch.idle_bytes_per_core = best[k]->idle_bytes;
-      sch.active_bytes_per_core = sram - best[k]->idle_bytes - live;
+      // the state's idle weights, and what followers' weights resting in their followed layout add
+      sch.idle_bytes_per_core = 0;
+      for (const OpSchedule& os : sch.ops) sch.idle_bytes_per_core += weight_bytes(os.idle, w);
+      sch.active_bytes_per_core = sram > sch.idle_bytes_per_core + live ? sram - sch.idle_bytes_per_core - live : 0;
       auto at = out.begin();
       while (at != out.end() && at->predicted_cycles <= sch.predicted_cycles) ++at;
       out.insert(at, std::move(sch));
