@@ -262,7 +262,7 @@ double Fabric::in_order(const std::vector<Message>& messages) const {
   // On a mesh the entries are packets, not messages: receivers take packets oldest first, so
   // messages to one receiver interleave, and a sender's next message waits for all of them.
   const auto pieces = [&](const Message& m) -> std::size_t {
-    return rows_ > 0 ? std::max<std::size_t>(1, (m.bytes + packet_bytes_ - 1) / packet_bytes_) : 1;
+    return rows_ > 0 ? std::max<std::size_t>(1, ceil_div(m.bytes, packet_bytes_)) : 1;
   };
   sender_start_.assign(cores + 1, 0);
   for (const Message& m : messages)
