@@ -137,6 +137,9 @@ void add_compile_options(CLI::App* cmd, CompileArgs& a, bool run) {
                   "t10: element-wise and row-wise operators take their producer's layout everywhere (all), only where "
                   "they and their readers are predicted faster (priced), nowhere (none), or the fastest predicted of the three (auto)")
       ->check(CLI::IsMember({"auto", "all", "priced", "none"}))->capture_default_str();
+  cmd->add_flag("--no-look-ahead{false}", a.opt.look_ahead,
+                "t10: keep only the search's own choices, not also the same revisited with each operator priced with "
+                "its followers' and readers' gathers (docs/compiler.md, \"Looking ahead\")");
   cmd->add_flag("--offchip-io", a.opt.offchip_io, "time loading model inputs from off-chip memory and storing outputs (default: inputs start on chip)");
   cmd->add_flag("--functional", a.opt.functional, "carry real values: unrolled program, outputs checked against a reference evaluation");
   cmd->add_option("--inputs", a.inputs, "functional mode: JSON {\"input\": [values]} of model input values (default: generated)");

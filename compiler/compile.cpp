@@ -87,6 +87,7 @@ Compiled compile(const ir::Workload& w, const sim::Config& cfg, const CompileOpt
   so.reserve_bytes = o.reserve_bytes;
   so.paper_reconciliation = o.paper_reconciliation;
   so.layout_following = schedule::parse_follow(o.layout_following);
+  so.look_ahead = o.look_ahead;
   schedule::FrontCache own_fronts;
   so.fronts = o.fronts ? o.fronts : &own_fronts;
   schedule::SearchMemo memo;  // the searches with less room below measure no gather twice

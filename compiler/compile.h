@@ -23,6 +23,7 @@ struct CompileOptions {
   bool offchip_io = false;  // time loading model inputs and storing outputs (lower::Options)
   bool paper_reconciliation = false;  // schedule::Options::paper_reconciliation
   std::string layout_following = "auto";  // schedule::Options::layout_following
+  bool look_ahead = true;                  // schedule::Options::look_ahead
   cost::Model model;        // prices plans (t10); empty: the analytical model
   // Candidate fronts shared by compiles (schedule::FrontCache: a partition search compiles the
   // shares of one model over and over); null: the compile keeps its own for its retries.

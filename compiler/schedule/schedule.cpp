@@ -540,6 +540,21 @@ std::vector<std::string> signatures(const ir::Workload& w) {
                           w.name, planner, op.name, need, have, detail, need - have));
 }
 
+// Operator i's plan in the layout of its input `in` as plan `from` leaves it (the same split per
+// dimension, no rotation); none when an index of `in` is compound or no such plan exists.
+std::optional<plan::Plan> follow_plan(std::size_t i, const ir::Workload& w, const ir::Access& in, const plan::Plan& from,
+                                      const plan::Target& t) {
+  const ir::Operator& op = w.ops()[i];
+  const plan::Part& out = from.parts.back();
+  std::map<std::string, std::int64_t> fop;
+  for (std::size_t d = 0; d < in.indices.size(); ++d) {
+    if (out.fs[d] == 1) continue;
+    if (!in.indices[d].plain()) return std::nullopt;
+    fop[in.indices[d].terms[0].axis] = out.fs[d];
+  }
+  return plan::make_plan(op, w, fop, {}, t);
+}
+
 // Element-wise and row-wise operators are cheap next to re-laying out their input: they follow
 // their first produced input's layout (same split per dimension, no rotation), so that input
 // needs no exchange at all.
@@ -550,19 +565,62 @@ std::optional<plan::Plan> follow_producer(std::size_t i, const ir::Workload& w, 
   for (const auto& in : op.expr.inputs) {
     const int prod = w.producer(in.tensor);
     if (prod < 0 || static_cast<std::size_t>(prod) >= chosen.size()) continue;
-    const plan::Part& out = chosen[static_cast<std::size_t>(prod)].parts.back();
-    std::map<std::string, std::int64_t> fop;
-    bool ok = true;
-    for (std::size_t d = 0; d < in.indices.size() && ok; ++d) {
-      if (out.fs[d] == 1) continue;
-      ok = in.indices[d].plain();
-      if (ok) fop[in.indices[d].terms[0].axis] = out.fs[d];
-    }
-    if (!ok) continue;
-    auto p = plan::make_plan(op, w, fop, {}, t);
-    if (p) return p;
+    if (auto p = follow_plan(i, w, in, chosen[static_cast<std::size_t>(prod)], t)) return p;
   }
   return std::nullopt;
+}
+
+// Following as the look-ahead sees it: per operator that may follow, the producer it follows
+// (its first produced input) and, per candidate plan of that producer, the index of its own
+// plan in that layout (appended to its candidates; -1: none). The search itself sees only the
+// candidates before them (`searched`), so its choices are those it makes without them.
+struct Followers {
+  std::vector<int> producer;               // -1: the operator does not follow
+  std::vector<std::vector<int>> plan_for;  // [op][producer's candidate]
+  std::vector<std::size_t> searched;       // per operator, its candidates before the followers' plans
+};
+
+// No following for the search to see: every candidate searched.
+Followers no_followers(const std::vector<std::vector<plan::Plan>>& fronts) {
+  Followers f{std::vector<int>(fronts.size(), -1), std::vector<std::vector<int>>(fronts.size()), {}};
+  for (const auto& c : fronts) f.searched.push_back(c.size());
+  return f;
+}
+
+// Adds to each operator that may follow a plan per candidate layout of its producer (in program
+// order, so a chain of followers mirrors its head's candidates), and says which is which.
+template <class Prepare>
+Followers add_follower_plans(const ir::Workload& w, std::vector<std::vector<plan::Plan>>& fronts, const plan::Target& t,
+                             Prepare&& prepare) {
+  const std::size_t n = w.ops().size();
+  Followers f = no_followers(fronts);
+  for (std::size_t j = 0; j < n; ++j) {
+    const ir::Operator& op = w.ops()[j];
+    if (op.expr.kind == ir::ExprKind::Contraction) continue;
+    const ir::Access* in = nullptr;
+    int prod = -1;
+    for (const auto& x : op.expr.inputs) {
+      prod = w.producer(x.tensor);
+      if (prod >= 0 && static_cast<std::size_t>(prod) < j) { in = &x; break; }
+    }
+    if (!in) continue;
+    const auto& from = fronts[static_cast<std::size_t>(prod)];
+    std::vector<int> idx(from.size(), -1);
+    bool any = false;
+    for (std::size_t q = 0; q < from.size(); ++q) {
+      if (from[q].weights_striped) continue;
+      auto p = follow_plan(j, w, *in, from[q], t);
+      if (!p) continue;
+      prepare(j, *p);
+      idx[q] = static_cast<int>(fronts[j].size());
+      fronts[j].push_back(std::move(*p));
+      any = true;
+    }
+    if (!any) continue;
+    f.producer[j] = prod;
+    f.plan_for[j] = std::move(idx);
+  }
+  return f;
 }
 
 }  // namespace
@@ -625,6 +683,20 @@ Bytes live_activation_bytes(const ir::Workload& w, std::int64_t cores) {
 
 namespace {
 
+// The operators that read operator i's output as an activation (later in program order).
+std::vector<std::vector<std::size_t>> readers_of(const ir::Workload& w) {
+  std::vector<std::vector<std::size_t>> readers(w.ops().size());
+  for (std::size_t j = 0; j < w.ops().size(); ++j)
+    for (const auto& in : w.ops()[j].expr.inputs) {
+      if (w.tensor(in.tensor).role == ir::TensorRole::Weight) continue;
+      const int prod = w.producer(in.tensor);
+      if (prod < 0 || static_cast<std::size_t>(prod) >= j) continue;
+      auto& r = readers[static_cast<std::size_t>(prod)];
+      if (r.empty() || r.back() != j) r.push_back(j);
+    }
+  return readers;
+}
+
 // T10's memory reconciliation (Algorithm 1, lines 3-15) over each operator's candidate plans: idle
 // layouts grow greedily from the leanest where they save the most setup per byte, and at every
 // step the active plans are chosen two ways (the paper's fastest plan, and the plan with the
@@ -639,9 +711,10 @@ class Reconciler {
 
   // Throws DoesNotFit when the leanest idle layouts and the live activations exceed `sram`.
   Reconciler(const ir::Workload& w, const std::vector<std::string>& sigs,
-             const std::vector<std::vector<plan::Plan>>& fronts, Exchanges& exchanges, Bytes sram, Bytes live)
-      : w_(w), sigs_(sigs), fronts_(fronts), ex_(exchanges), sram_(sram), live_(live), n_(w.ops().size()),
-        setup_memo_(n_), input_memo_(n_), producers_(n_), wbytes_(n_) {
+             const std::vector<std::vector<plan::Plan>>& fronts, const Followers& followers, Exchanges& exchanges,
+             Bytes sram, Bytes live)
+      : w_(w), sigs_(sigs), fronts_(fronts), fol_(followers), searched_(followers.searched), ex_(exchanges), sram_(sram), live_(live), n_(w.ops().size()),
+        setup_memo_(n_), input_memo_(n_), producers_(n_), readers_(readers_of(w)), wbytes_(n_) {
     for (std::size_t i = 0; i < n_; ++i) {
       for (const auto& p : fronts_[i]) wbytes_[i].push_back(weight_bytes(p, w_));
       // The producers Exchanges::input reads the active plans of (the input price's memo key).
@@ -672,6 +745,31 @@ class Reconciler {
   }
   const State& best(bool with_setup) const { return best_[with_setup ? 1 : 0]; }
 
+  // The choices above go in program order: an operator's plan is priced with the gather of its
+  // inputs from its producers' layouts, not with what its output layout costs its readers, and
+  // layout following comes after them. On NeRF over 144 mesh cores at 4 B/cycle the output
+  // matmul chose a plan for the layout fc2's ReLU had in the search, but the ReLU then followed
+  // fc2's matmul onto 69 x 2 cores, and the output matmul gathered from there (3,110 cycles,
+  // against 2,045 for a plan that rotates from that layout). So each kept state is revisited
+  // (a copy is returned), operator
+  // by operator in program order: the plan that fits and minimises its own time and setup, its
+  // followers' (each moved to its plan in the new layout, where it fits) and their readers'
+  // input gathers, until a pass changes nothing (at most four passes). Operators that follow
+  // move only with their producer.
+  std::array<State, 2> looked_ahead() {
+    std::array<State, 2> out = best_;
+    for (State& st : out) {
+      if (st.t == kInf) continue;
+      const Bytes m_act = sram_ - st.idle_bytes - live_;
+      for (int pass = 0; pass < 4; ++pass)
+        if (!revisit(st.idle, m_act, st.act)) break;
+      double t = 0;
+      for (std::size_t i = 0; i < n_; ++i) t += own_price(i, st.act[i], st.idle, st.act);
+      st.t = t;
+    }
+    return out;
+  }
+
  private:
   static constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -693,7 +791,7 @@ class Reconciler {
   void lean_start() {
     lean_idle_.assign(n_, 0);
     for (std::size_t i = 0; i < n_; ++i)
-      for (std::size_t q = 0; q < fronts_[i].size(); ++q)
+      for (std::size_t q = 0; q < searched_[i]; ++q)
         if (wbytes_[i][q] < wbytes_[i][lean_idle_[i]]) lean_idle_[i] = q;
     const Bytes lean = idle_total(lean_idle_);
     const Bytes m_act0 = sram_ > lean + live_ ? sram_ - lean - live_ : 0;
@@ -701,10 +799,11 @@ class Reconciler {
     for (std::size_t i = 0; i < n_; ++i) {
       if (!has_weights(w_.ops()[i], w_)) continue;
       bool fits = false;
-      for (const auto& p : fronts_[i]) fits = fits || (!p.weights_striped && p.cost.memory_bytes <= m_act0);
+      for (std::size_t q = 0; q < searched_[i]; ++q)
+        fits = fits || (!fronts_[i][q].weights_striped && fronts_[i][q].cost.memory_bytes <= m_act0);
       if (fits) continue;
       std::size_t pick = lean_idle_[i];
-      for (std::size_t q = 0; q < fronts_[i].size(); ++q)
+      for (std::size_t q = 0; q < searched_[i]; ++q)
         if (!fronts_[i][q].weights_striped &&
             (pick == lean_idle_[i] || fronts_[i][q].cost.memory_bytes < fronts_[i][pick].cost.memory_bytes))
           pick = q;
@@ -733,7 +832,7 @@ class Reconciler {
     // runs in place); every operator fits while idle bytes + live + max need <= sram.
     auto need_of = [&](std::size_t j, std::size_t idle) {
       Bytes need = std::numeric_limits<Bytes>::max();
-      for (std::size_t q = 0; q < fronts_[j].size(); ++q)
+      for (std::size_t q = 0; q < searched_[j]; ++q)
         if (!fronts_[j][q].weights_striped) need = std::min(need, active_bytes(j, q, idle));
       return need;
     };
@@ -751,7 +850,7 @@ class Reconciler {
       for (std::size_t i : resting) {
         const std::size_t cur = lean_idle_[i];
         const double cur_t = fronts_[i][cur].cost.total_cycles;
-        for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
+        for (std::size_t q = 0; q < searched_[i]; ++q) {
           const plan::Plan& p = fronts_[i][q];
           if (p.weights_striped || p.cost.total_cycles >= cur_t) continue;
           const Bytes held = idle_bytes - wbytes_[i][cur] + wbytes_[i][q] + live_;
@@ -781,7 +880,7 @@ class Reconciler {
     for (std::size_t i = 0; i < n_; ++i) {
       double best_t = kInf;
       bool found = false;
-      for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
+      for (std::size_t q = 0; q < searched_[i]; ++q) {
         const plan::Plan& p = fronts_[i][q];
         if (p.weights_striped) continue;
         if (active_bytes(i, q, idle[i]) > m_act) continue;
@@ -792,7 +891,7 @@ class Reconciler {
       if (!found) {
         if (first_step_idle) {
           Bytes need = std::numeric_limits<Bytes>::max();
-          for (const auto& p : fronts_[i]) need = std::min(need, p.cost.memory_bytes);
+          for (std::size_t q = 0; q < searched_[i]; ++q) need = std::min(need, fronts_[i][q].cost.memory_bytes);
           does_not_fit(w_, w_.ops()[i], need, m_act, "t10",
                        fmt::format("{} bytes hold every operator's idle weights and {} bytes live activations",
                                    *first_step_idle, live_));
@@ -816,7 +915,7 @@ class Reconciler {
       const double cur = setup_price(i, idle[i], act[i]);
       if (cur <= 0) continue;
       const Bytes cur_mem = wbytes_[i][idle[i]];
-      for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
+      for (std::size_t q = 0; q < searched_[i]; ++q) {
         const Bytes mem = wbytes_[i][q];
         if (mem < cur_mem || q == idle[i] || fronts_[i][q].weights_striped) continue;
         const double saved = cur - setup_price(i, q, act[i]);
@@ -842,6 +941,71 @@ class Reconciler {
     if (t < b.t) b = State{t, idle_bytes, idle, act};
   }
 
+  // Operator i's time with plan q: compute and shifts, its inputs gathered from the plans `a`
+  // gives its producers, and its weights set up from its idle layout.
+  double own_price(std::size_t i, std::size_t q, const std::vector<std::size_t>& idle, const std::vector<std::size_t>& a) {
+    const plan::Plan& p = fronts_[i][q];
+    return p.cost.total_cycles - p.cost.input_cycles + input_price(i, q, a) + setup_price(i, idle[i], q);
+  }
+
+  // The operators a change of operator i's plan touches: i, the operators that may follow it
+  // (and those that follow them), and every reader of these.
+  void touched_by(std::size_t i) {
+    chain_.assign(1, i);
+    for (std::size_t c = 0; c < chain_.size(); ++c)
+      for (std::size_t j : readers_[chain_[c]])
+        if (fol_.producer[j] == static_cast<int>(chain_[c]) && std::find(chain_.begin(), chain_.end(), j) == chain_.end())
+          chain_.push_back(j);
+    touched_ = chain_;
+    for (std::size_t h : chain_)
+      for (std::size_t j : readers_[h])
+        if (std::find(touched_.begin(), touched_.end(), j) == touched_.end()) touched_.push_back(j);
+  }
+
+  double touched_price(const std::vector<std::size_t>& idle, const std::vector<std::size_t>& a) {
+    double t = 0;
+    for (std::size_t u : touched_) t += own_price(u, a[u], idle, a);
+    return t;
+  }
+
+  // One pass of look_ahead(); true when a plan changed. Operator i takes plan q and its
+  // followers the plans in q's layout (where they fit); priced over every operator that touches.
+  bool revisit(const std::vector<std::size_t>& idle, Bytes m_act, std::vector<std::size_t>& a) {
+    bool changed = false;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (fol_.producer[i] >= 0) continue;  // moved with its producer
+      touched_by(i);
+      saved_.clear();
+      for (std::size_t u : touched_) saved_.push_back(a[u]);
+      // a change must gain more than rounding, so that equal choices do not trade places
+      double best_t = touched_price(idle, a) * (1 - 1e-9);
+      bool moved = false;
+      for (std::size_t q = 0; q < fronts_[i].size(); ++q) {
+        if (fronts_[i][q].weights_striped || active_bytes(i, q, idle[i]) > m_act) continue;
+        a[i] = q;
+        for (std::size_t c = 1; c < chain_.size(); ++c) {
+          const std::size_t j = chain_[c];
+          const std::size_t h = static_cast<std::size_t>(fol_.producer[j]);
+          const int k = fol_.plan_for[j][a[h]];
+          a[j] = k >= 0 && active_bytes(j, static_cast<std::size_t>(k), idle[j]) <= m_act ? static_cast<std::size_t>(k)
+                                                                                          : saved_[c];
+        }
+        if (const double t = touched_price(idle, a); t < best_t) {
+          best_t = t;
+          best_a_.clear();
+          for (std::size_t u : touched_) best_a_.push_back(a[u]);
+          moved = true;
+        }
+      }
+      const std::vector<std::size_t>& keep = moved ? best_a_ : saved_;
+      for (std::size_t x = 0; x < touched_.size(); ++x) {
+        changed = changed || keep[x] != saved_[x];
+        a[touched_[x]] = keep[x];
+      }
+    }
+    return changed;
+  }
+
   // Setup prices by (operator, idle candidate, active candidate), and input prices by (operator,
   // candidate, its producers' active candidates): the loops ask for the same few at every step.
   double setup_price(std::size_t i, std::size_t from, std::size_t to) {
@@ -860,31 +1024,22 @@ class Reconciler {
   const ir::Workload& w_;
   const std::vector<std::string>& sigs_;
   const std::vector<std::vector<plan::Plan>>& fronts_;
+  const Followers& fol_;
+  std::vector<std::size_t> searched_;  // per operator, the candidates the search sees (followers' plans come after)
   Exchanges& ex_;
   Bytes sram_, live_;
   std::size_t n_;
   std::vector<std::unordered_map<std::size_t, double>> setup_memo_;
   std::vector<std::unordered_map<std::uint64_t, double>> input_memo_;
   std::vector<std::vector<std::size_t>> producers_;
+  std::vector<std::vector<std::size_t>> readers_;  // readers_of(w_)
+  std::vector<std::size_t> touched_, chain_;        // revisit()'s scratch
+  std::vector<std::size_t> saved_, best_a_;
   std::vector<std::vector<Bytes>> wbytes_;  // each candidate's weight bytes per core
   std::vector<std::size_t> lean_idle_;
   Bytes lean_bytes_ = 0;
   std::array<State, 2> best_;  // [0] the paper's choice, [1] with setup
 };
-
-// The operators that read operator i's output as an activation (later in program order).
-std::vector<std::vector<std::size_t>> readers_of(const ir::Workload& w) {
-  std::vector<std::vector<std::size_t>> readers(w.ops().size());
-  for (std::size_t j = 0; j < w.ops().size(); ++j)
-    for (const auto& in : w.ops()[j].expr.inputs) {
-      if (w.tensor(in.tensor).role == ir::TensorRole::Weight) continue;
-      const int prod = w.producer(in.tensor);
-      if (prod < 0 || static_cast<std::size_t>(prod) >= j) continue;
-      auto& r = readers[static_cast<std::size_t>(prod)];
-      if (r.empty() || r.back() != j) r.push_back(j);
-    }
-  return readers;
-}
 
 // The schedule of a search's choice: layout following for element-wise and row-wise operators
 // (in program order, so a chain of them keeps one layout), then every operator priced as the
@@ -1051,16 +1206,30 @@ std::vector<Schedule> search_t10(const ir::Workload& w, const Options& o, std::s
     const Bytes used = st.idle_bytes + live + active;
     return used < sram ? sram - used : 0;
   };
-  auto search = [&](const std::vector<std::vector<plan::Plan>>& f, std::vector<Schedule::Step>* history) {
-    Reconciler r(w, sigs, f, exchanges, sram, live);
+  // Layout following seen by the search (not by the paper's Algorithm 1, nor without following):
+  // an operator that may follow gets a plan in each candidate layout of its producer, and the
+  // look-ahead moves it with its producer.
+  const bool look_ahead = o.look_ahead && !o.paper_reconciliation && o.layout_following != Follow::None;
+  auto search = [&](std::vector<std::vector<plan::Plan>> f, std::vector<Schedule::Step>* history) {
+    const Followers followers = look_ahead ? add_follower_plans(w, f, o.target, [&](std::size_t j, plan::Plan& p) {
+      exchanges.shift_terms(w.ops()[j], p, p.cost.terms);
+      plan::price(p.cost, o.target.model_for(w.ops()[j]));
+    }) : no_followers(f);
+    Reconciler r(w, sigs, f, followers, exchanges, sram, live);
     r.run(false, !o.paper_reconciliation, history);
     if (!o.paper_reconciliation) r.run(true, true, nullptr);
-    const Reconciler::State* best[2] = {&r.best(false), &r.best(true)};
-    for (std::size_t k = 0; k < 2; ++k) {
+    // The search's two best states, then the same looked ahead (as candidates beside them: the
+    // look-ahead prices the readers as the search does, before following)
+    std::array<Reconciler::State, 2> ahead;
+    if (look_ahead) ahead = r.looked_ahead();
+    const Reconciler::State* best[4] = {&r.best(false), &r.best(true), &ahead[0], &ahead[1]};
+    static const char* const kChoice[4] = {"fastest", "with-setup", "fastest, looked ahead", "with-setup, looked ahead"};
+    for (std::size_t k = 0; k < 4; ++k) {
       // the choice with setup has no state with --paper-reconciliation, and one that agrees is a copy
-      if (best[k]->t == std::numeric_limits<double>::infinity() ||
-          (k == 1 && best[1]->act == best[0]->act && best[1]->idle == best[0]->idle))
-        continue;
+      bool copy = false;
+      for (std::size_t e = 0; e < k; ++e)
+        copy = copy || (best[k]->act == best[e]->act && best[k]->idle == best[e]->idle);
+      if (best[k]->t == std::numeric_limits<double>::infinity() || copy) continue;
       // Following everywhere, where priced, or nowhere: the fastest predicted (ties: following
       // more). On ResNet-18 following everywhere was 9% slower simulated than following nowhere
       // (a ReLU or an add taking a convolution's output layout, which the next convolution
@@ -1077,7 +1246,7 @@ std::vector<Schedule> search_t10(const ir::Workload& w, const Options& o, std::s
         first = false;
       }
       sch.planner = s.planner;
-      sch.plan_choice = k == 0 ? "fastest" : "with-setup";
+      sch.plan_choice = kChoice[k];
       // the state's idle weights, and what followers' weights resting in their followed layout add
       sch.idle_bytes_per_core = 0;
       for (const OpSchedule& os : sch.ops) sch.idle_bytes_per_core += weight_bytes(os.idle, w);

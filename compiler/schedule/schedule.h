@@ -39,8 +39,8 @@ struct Schedule {
   // model; "analytical": steered by the analytical weights, judged faster by the model).
   std::string steered_by = "analytical";
   // T10: the choice of active plans kept (Options::paper_reconciliation): "fastest" (the paper's:
-  // each operator's fastest plan, its setup added after) or "with-setup" (priced with its setup);
-  // empty for VGM and collage schedules.
+  // each operator's fastest plan, its setup added after) or "with-setup" (priced with its setup),
+  // either followed by ", looked ahead" (Options::look_ahead); empty for VGM and collage schedules.
   std::string plan_choice;
   // T10: where layout following was applied in the kept schedule (Options::layout_following):
   // "all", "priced" or "none".
@@ -108,6 +108,10 @@ struct Options {
   // that can takes its producer's layout), Priced (only where it and its readers are predicted
   // faster following), None, or Auto (each of the three finished, the fastest predicted kept).
   Follow layout_following = Follow::Auto;
+  // T10: the search's best states are also revisited looking ahead, an operator's plan priced
+  // with its followers' and its readers' gathers (docs/compiler.md, "Looking ahead"); each
+  // finished state is a candidate. Not with the paper's reconciliation nor without following.
+  bool look_ahead = true;
 };
 
 // T10; with a calibrated target model, the better (by that model) of the search it steers and
