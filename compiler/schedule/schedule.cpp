@@ -990,6 +990,14 @@ class Reconciler {
           a[j] = k >= 0 && active_bytes(j, static_cast<std::size_t>(k), idle[j]) <= m_act ? static_cast<std::size_t>(k)
                                                                                           : saved_[c];
         }
+        // Gathers are what costs to price: a move that loses even with the others' gathers and
+        // setup free is not priced further.
+        double bound = own_price(i, q, idle, a);
+        for (std::size_t x = 1; x < touched_.size(); ++x) {
+          const plan::Cost& c = fronts_[touched_[x]][a[touched_[x]]].cost;
+          bound += c.total_cycles - c.input_cycles;
+        }
+        if (bound >= best_t) continue;
         if (const double t = touched_price(idle, a); t < best_t) {
           best_t = t;
           best_a_.clear();
