@@ -60,6 +60,8 @@ check "built-in model runs with vgm" "[ $? -eq 0 ] && grep -q 'vgm planner' $tmp
 check "--paper-reconciliation keeps the fastest plans" "[ $? -eq 0 ] && grep -q '\"plan_choice\": \"fastest\"' $tmp/pr.json"
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --quiet --layout-following none --out "$tmp/lf.json" >/dev/null 2>&1
 check "--layout-following none is what the results say" "[ $? -eq 0 ] && grep -q '\"layout_following\": \"none\"' $tmp/lf.json"
+"$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --quiet --no-look-ahead --out "$tmp/nla.json" >/dev/null 2>&1
+check "--no-look-ahead keeps the search's own states" "[ $? -eq 0 ] && grep -q '\"plan_choice\"' $tmp/nla.json && ! grep -q 'looked ahead' $tmp/nla.json"
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --quiet --layout-following sometimes >"$tmp/out" 2>&1
 check "--layout-following: an unknown mode is named, exit 1" "[ $? -eq 1 ] && grep -q 'layout-following' $tmp/out"
 "$tessera" run --config "$src/configs/ipu-mk2.json" --workload nerf --planner vgm --quiet --out "$tmp/pv.json" >/dev/null 2>&1
