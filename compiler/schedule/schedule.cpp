@@ -968,7 +968,7 @@ class Reconciler {
     return t;
   }
 
-  // One pass of look_ahead(); true when a plan changed. Operator i takes plan q and its
+  // One pass of looked_ahead(); true when a plan changed. Operator i takes plan q and its
   // followers the plans in q's layout (where they fit); priced over every operator that touches.
   bool revisit(const std::vector<std::size_t>& idle, Bytes m_act, std::vector<std::size_t>& a) {
     bool changed = false;
