@@ -713,8 +713,9 @@ class Reconciler {
   Reconciler(const ir::Workload& w, const std::vector<std::string>& sigs,
              const std::vector<std::vector<plan::Plan>>& fronts, const Followers& followers, Exchanges& exchanges,
              Bytes sram, Bytes live)
-      : w_(w), sigs_(sigs), fronts_(fronts), fol_(followers), searched_(followers.searched), ex_(exchanges), sram_(sram), live_(live), n_(w.ops().size()),
-        setup_memo_(n_), input_memo_(n_), producers_(n_), readers_(readers_of(w)), wbytes_(n_) {
+      : w_(w), sigs_(sigs), fronts_(fronts), fol_(followers), searched_(followers.searched), ex_(exchanges),
+        sram_(sram), live_(live), n_(w.ops().size()), setup_memo_(n_), input_memo_(n_), producers_(n_),
+        readers_(readers_of(w)), wbytes_(n_) {
     for (std::size_t i = 0; i < n_; ++i) {
       for (const auto& p : fronts_[i]) wbytes_[i].push_back(weight_bytes(p, w_));
       // The producers Exchanges::input reads the active plans of (the input price's memo key).
@@ -751,11 +752,10 @@ class Reconciler {
   // matmul chose a plan for the layout fc2's ReLU had in the search, but the ReLU then followed
   // fc2's matmul onto 69 x 2 cores, and the output matmul gathered from there (3,110 cycles,
   // against 2,045 for a plan that rotates from that layout). So each kept state is revisited
-  // (a copy is returned), operator
-  // by operator in program order: the plan that fits and minimises its own time and setup, its
-  // followers' (each moved to its plan in the new layout, where it fits) and their readers'
-  // input gathers, until a pass changes nothing (at most four passes). Operators that follow
-  // move only with their producer.
+  // (a copy is returned), operator by operator in program order: the plan that fits and
+  // minimises its own time and setup, its followers' (each moved to its plan in the new layout,
+  // where it fits) and their readers' input gathers, until a pass changes nothing (at most four
+  // passes). Operators that follow move only with their producer.
   std::array<State, 2> looked_ahead() {
     std::array<State, 2> out = best_;
     for (State& st : out) {
@@ -991,7 +991,9 @@ class Reconciler {
                                                                                           : saved_[c];
         }
         // Gathers are what costs to price: a move that loses even with the others' gathers and
-        // setup free is not priced further.
+        // setup free is not priced further (prices are never negative: non-negative weights on
+        // non-negative features, or the oracle's replayed cycles), so this prunes nothing that
+        // could win.
         double bound = own_price(i, q, idle, a);
         for (std::size_t x = 1; x < touched_.size(); ++x) {
           const plan::Cost& c = fronts_[touched_[x]][a[touched_[x]]].cost;
@@ -1033,7 +1035,7 @@ class Reconciler {
   const std::vector<std::string>& sigs_;
   const std::vector<std::vector<plan::Plan>>& fronts_;
   const Followers& fol_;
-  std::vector<std::size_t> searched_;  // per operator, the candidates the search sees (followers' plans come after)
+  const std::vector<std::size_t>& searched_;  // fol_.searched: the candidates the search sees per operator
   Exchanges& ex_;
   Bytes sram_, live_;
   std::size_t n_;

@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-
 #include <fstream>
 
 #include "compiler/compile.h"
